@@ -1,0 +1,411 @@
+// Package engine is the send loop: for each sender number it claims due
+// rows from the checkpoint, paces them, sends them with a bounded number
+// of requests in flight, and records every outcome in batched
+// transactions. Retries live in the checkpoint (attempts, next_at), never
+// in sleeping goroutines.
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/bulksend/bulksend/internal/campaign"
+	"github.com/bulksend/bulksend/internal/pace"
+	"github.com/bulksend/bulksend/internal/store"
+)
+
+// Config is what a run needs. Zero values take the defaults noted.
+type Config struct {
+	Store       *store.Store
+	Sender      campaign.Sender
+	Senders     []string // sender numbers with rows to send
+	CampaignID  string
+	Template    string
+	Lang        string
+	Rate        float64 // per sender number per second; ≤ 0: unlimited
+	Concurrency int     // requests in flight; 0: rate × observed latency
+	MaxAttempts int     // default 5
+
+	BackoffBase  time.Duration // first transient retry delay bound; default 2s
+	BackoffMax   time.Duration // default 5m
+	PairBase     time.Duration // pair-limit retries wait PairBase·4^(attempt-1), as Meta advises; default 1s
+	RetryHorizon time.Duration // wait in the run for retries due within this; default 5m
+	FlushEvery   time.Duration // result batching; default 100ms
+	Unreachable  int           // consecutive never-sent errors that stop the run; default 50
+
+	Log *slog.Logger
+}
+
+// FatalError stops a run: the API refused in a way no retry fixes.
+type FatalError struct{ Err *campaign.APIError }
+
+func (e *FatalError) Error() string { return e.Err.Error() }
+func (e *FatalError) Unwrap() error { return e.Err }
+
+// ErrUnreachable stops a run whose requests cannot leave this machine.
+var ErrUnreachable = errors.New("the API cannot be reached")
+
+// Stats are live counters of a run. Read them with Engine.Stats.
+type Stats struct {
+	Started   time.Time
+	Sent      int64 // accepted by the API
+	Failed    int64 // failed permanently
+	Retries   int64 // scheduled retries (transient, pair limit)
+	Throttled int64 // throttling answers (130429 and kin)
+	InDoubt   int64
+	InFlight  int
+	Limit     int // current concurrency bound
+}
+
+// Engine runs one campaign. Make it with New; run it once.
+type Engine struct {
+	cfg   Config
+	pacer *pace.Pacer
+	gate  *gate
+	log   *slog.Logger
+
+	results chan done
+	stopReq context.CancelFunc // stops claiming (fatal error, unreachable)
+
+	mu       sync.Mutex
+	fatal    error
+	pending  map[string]int // per sender: dispatched but not yet recorded
+	recorded chan struct{}  // closed and replaced after each flush
+
+	started                                   time.Time
+	sent, failed, retries, throttled, inDoubt atomic.Int64
+	unsentStreak                              atomic.Int64
+}
+
+// New returns an engine for cfg.
+func New(cfg Config) *Engine {
+	if cfg.MaxAttempts <= 0 {
+		cfg.MaxAttempts = 5
+	}
+	if cfg.BackoffBase <= 0 {
+		cfg.BackoffBase = 2 * time.Second
+	}
+	if cfg.BackoffMax <= 0 {
+		cfg.BackoffMax = 5 * time.Minute
+	}
+	if cfg.PairBase <= 0 {
+		cfg.PairBase = time.Second
+	}
+	if cfg.RetryHorizon <= 0 {
+		cfg.RetryHorizon = 5 * time.Minute
+	}
+	if cfg.FlushEvery <= 0 {
+		cfg.FlushEvery = 100 * time.Millisecond
+	}
+	if cfg.Unreachable <= 0 {
+		cfg.Unreachable = 50
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	total := cfg.Rate * float64(len(cfg.Senders))
+	return &Engine{
+		cfg:      cfg,
+		pacer:    pace.New(cfg.Rate),
+		gate:     newGate(cfg.Concurrency, total),
+		log:      cfg.Log,
+		results:  make(chan done, 4096),
+		pending:  map[string]int{},
+		recorded: make(chan struct{}),
+	}
+}
+
+// Stats returns a snapshot of the run's counters.
+func (e *Engine) Stats() Stats {
+	limit, used := e.gate.snapshot()
+	return Stats{
+		Started: e.started, Sent: e.sent.Load(), Failed: e.failed.Load(), Retries: e.retries.Load(),
+		Throttled: e.throttled.Load(), InDoubt: e.inDoubt.Load(), InFlight: used, Limit: limit,
+	}
+}
+
+// Run sends until no row is due within the retry horizon, ctx is
+// cancelled, or a fatal error. Cancelling ctx stops claiming; requests in
+// flight finish (bounded by the sender's timeout) and are recorded, rows
+// claimed but not sent go back to pending, and Run returns ctx's error.
+// A fatal API answer returns a *FatalError after the same drain.
+func (e *Engine) Run(ctx context.Context) error {
+	e.started = time.Now()
+	claimCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	e.stopReq = stop
+
+	recErr := make(chan error, 1)
+	go func() { recErr <- e.record() }()
+
+	var sends sync.WaitGroup
+	var dispatchers sync.WaitGroup
+	dispatchErr := make(chan error, len(e.cfg.Senders))
+	for _, s := range e.cfg.Senders {
+		dispatchers.Add(1)
+		go func() {
+			defer dispatchers.Done()
+			if err := e.dispatch(claimCtx, ctx, s, &sends); err != nil {
+				dispatchErr <- err
+				stop()
+			}
+		}()
+	}
+	dispatchers.Wait()
+	sends.Wait()
+	close(e.results)
+	rerr := <-recErr
+	close(dispatchErr)
+
+	e.mu.Lock()
+	fatal := e.fatal
+	e.mu.Unlock()
+	switch {
+	case rerr != nil:
+		return rerr
+	case fatal != nil:
+		return fatal
+	}
+	for err := range dispatchErr {
+		return err
+	}
+	return ctx.Err()
+}
+
+// dispatch sends the rows of one sender number.
+func (e *Engine) dispatch(ctx, parent context.Context, sender string, sends *sync.WaitGroup) error {
+	var queue []store.Job
+	defer func() {
+		// Claimed rows that never left go back as they were.
+		for _, j := range queue {
+			e.results <- done{Result: store.Result{Row: j.Row, Outcome: store.OutcomeRelease, At: time.Now()}, sender: sender}
+		}
+	}()
+	for ctx.Err() == nil {
+		if len(queue) == 0 {
+			// Not cancellable: a claim interrupted after its UPDATE
+			// committed would leave rows sending that nobody sends.
+			jobs, err := e.cfg.Store.Claim(context.WithoutCancel(ctx), sender, time.Now(), e.claimSize(sender))
+			if err != nil {
+				return err
+			}
+			if len(jobs) == 0 {
+				more, err := e.idle(ctx, sender)
+				if err != nil || !more {
+					return err
+				}
+				continue
+			}
+			queue = jobs
+		}
+		if err := e.pacer.Wait(ctx, sender); err != nil {
+			return nil
+		}
+		if err := e.gate.acquire(ctx); err != nil {
+			return nil
+		}
+		j := queue[0]
+		queue = queue[1:]
+		e.mu.Lock()
+		e.pending[sender]++
+		e.mu.Unlock()
+		sends.Add(1)
+		// In-flight requests outlive a cancelled run: they are bounded by
+		// the request timeout and their answers must be recorded.
+		go e.send(context.WithoutCancel(parent), j, sends)
+	}
+	return nil
+}
+
+// claimSize is about one second of work, so a crash leaves few rows in doubt.
+func (e *Engine) claimSize(sender string) int {
+	r := e.pacer.Rate(sender)
+	if math.IsInf(r, 1) || r <= 0 {
+		limit, _ := e.gate.snapshot()
+		return max(64, 2*limit)
+	}
+	return max(1, min(2000, int(math.Ceil(r))))
+}
+
+// idle is called when sender has nothing due. It waits for answers still
+// in flight and for retries due within the horizon; it reports whether
+// there may be more to send.
+func (e *Engine) idle(ctx context.Context, sender string) (bool, error) {
+	e.mu.Lock()
+	inflight := e.pending[sender]
+	wait := e.recorded
+	e.mu.Unlock()
+	if inflight > 0 {
+		select {
+		case <-ctx.Done():
+		case <-wait:
+		}
+		return true, nil
+	}
+	due, ok, err := e.cfg.Store.NextDue(ctx, sender)
+	if err != nil || !ok {
+		return false, err
+	}
+	d := time.Until(due)
+	if d > e.cfg.RetryHorizon {
+		e.log.Info("retries scheduled beyond the horizon", "sender", sender, "next", due.Format(time.RFC3339))
+		return false, nil
+	}
+	if d > 0 {
+		e.log.Debug("waiting for retries", "sender", sender, "in", d.Round(time.Millisecond))
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+		case <-t.C:
+		}
+	}
+	return true, nil
+}
+
+func (e *Engine) send(ctx context.Context, j store.Job, sends *sync.WaitGroup) {
+	defer sends.Done()
+	msg := campaign.Message{
+		Row: j.Row, From: j.Sender, To: j.Phone, Template: e.cfg.Template, Lang: e.cfg.Lang,
+		Params: j.Params, CallbackData: campaign.CallbackData(e.cfg.CampaignID, j.Row),
+	}
+	start := time.Now()
+	wamid, err := e.cfg.Sender.Send(ctx, msg)
+	now := time.Now()
+	e.gate.release(now.Sub(start))
+	e.results <- done{Result: e.outcome(j, wamid, err, now), sender: j.Sender, inflight: true}
+}
+
+// outcome decides what becomes of a row from the answer to its request.
+func (e *Engine) outcome(j store.Job, wamid string, err error, now time.Time) store.Result {
+	r := store.Result{Row: j.Row, At: now}
+	if err == nil {
+		e.unsentStreak.Store(0)
+		e.pacer.Succeeded(j.Sender, now)
+		e.sent.Add(1)
+		r.Outcome, r.WAMID = store.OutcomeSent, wamid
+		return r
+	}
+	var apiErr *campaign.APIError
+	switch {
+	case errors.As(err, &apiErr):
+		e.unsentStreak.Store(0)
+		r.Code, r.Title = apiErr.Code, apiErr.Title()
+		switch apiErr.Class() {
+		case campaign.Fatal:
+			e.setFatal(&FatalError{Err: apiErr})
+			r.Outcome = store.OutcomeRelease // not this row's fault
+		case campaign.Throttled:
+			e.throttled.Add(1)
+			e.pacer.Throttled(j.Sender, now)
+			// Not the recipient's fault: the attempt does not count.
+			r.Outcome, r.NextAt = store.OutcomeRelease, now
+		case campaign.PairLimited:
+			// Meta: retry after 4^X seconds.
+			return e.retry(r, j, now.Add(time.Duration(math.Pow(4, float64(j.Attempts-1))*float64(e.cfg.PairBase))))
+		case campaign.Transient:
+			return e.retry(r, j, now.Add(campaign.Backoff(j.Attempts, e.cfg.BackoffBase, e.cfg.BackoffMax, rand.Float64())))
+		default:
+			e.failed.Add(1)
+			r.Outcome = store.OutcomeFailed
+		}
+		return r
+	case errors.Is(err, campaign.ErrInDoubt):
+		e.unsentStreak.Store(0)
+		e.inDoubt.Add(1)
+		r.Outcome, r.Title = store.OutcomeInDoubt, err.Error()
+		return r
+	default:
+		// Never left this machine: safe to send again, and no attempt spent.
+		if n := e.unsentStreak.Add(1); n >= int64(e.cfg.Unreachable) {
+			e.setFatal(fmt.Errorf("%w: %d requests in a row could not be sent, the last: %v", ErrUnreachable, n, err))
+		}
+		r.Outcome, r.NextAt = store.OutcomeRelease, now.Add(campaign.Backoff(1, e.cfg.BackoffBase, e.cfg.BackoffMax, rand.Float64()))
+		return r
+	}
+}
+
+func (e *Engine) retry(r store.Result, j store.Job, at time.Time) store.Result {
+	if j.Attempts >= e.cfg.MaxAttempts {
+		e.failed.Add(1)
+		r.Outcome = store.OutcomeFailed
+		r.Title = fmt.Sprintf("%s (after %d attempts)", r.Title, j.Attempts)
+		return r
+	}
+	e.retries.Add(1)
+	r.Outcome, r.NextAt = store.OutcomeRetry, at
+	return r
+}
+
+func (e *Engine) setFatal(err error) {
+	e.mu.Lock()
+	if e.fatal == nil {
+		e.fatal = err
+		e.log.Error("stopping the run", "err", err)
+	}
+	e.mu.Unlock()
+	e.stopReq()
+}
+
+// done is a result on its way to the checkpoint.
+type done struct {
+	store.Result
+	sender   string
+	inflight bool // it was dispatched: counted in pending
+}
+
+// record writes results in batches until the results channel closes. A
+// failed write stops the run: an unrecorded answer is a future duplicate.
+func (e *Engine) record() error {
+	tick := time.NewTicker(e.cfg.FlushEvery)
+	defer tick.Stop()
+	const maxBatch = 512
+	var batch []store.Result
+	var senders []string
+	var failed error
+	flush := func() {
+		if len(batch) == 0 {
+			return
+		}
+		if failed == nil {
+			// A cancelled run must still record what its requests did.
+			if err := e.cfg.Store.Record(context.Background(), batch); err != nil {
+				failed = err
+				e.setFatal(err)
+			}
+		}
+		e.mu.Lock()
+		for _, s := range senders {
+			e.pending[s]--
+		}
+		close(e.recorded)
+		e.recorded = make(chan struct{})
+		e.mu.Unlock()
+		batch, senders = batch[:0], senders[:0]
+	}
+	for {
+		select {
+		case d, ok := <-e.results:
+			if !ok {
+				flush()
+				return failed
+			}
+			batch = append(batch, d.Result)
+			if d.inflight {
+				senders = append(senders, d.sender)
+			}
+			if len(batch) >= maxBatch {
+				flush()
+			}
+		case <-tick.C:
+			flush()
+		}
+	}
+}

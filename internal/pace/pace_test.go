@@ -1,0 +1,101 @@
+package pace
+
+import (
+	"math"
+	"testing"
+	"time"
+)
+
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// sends simulates a sender that sends as soon as the pacer allows, from t0
+// for d, and returns the send instants.
+func sends(p *Pacer, from string, start time.Time, d time.Duration) []time.Time {
+	var out []time.Time
+	now := start
+	for now.Before(start.Add(d)) {
+		wait, ok := p.Reserve(from, now)
+		now = now.Add(wait)
+		if ok {
+			out = append(out, now)
+		}
+	}
+	return out
+}
+
+// maxWindow is the most sends in any half-open one-second window.
+func maxWindow(ts []time.Time) int {
+	best, j := 0, 0
+	for i := range ts {
+		for ts[i].Sub(ts[j]) >= time.Second {
+			j++
+		}
+		best = max(best, i-j+1)
+	}
+	return best
+}
+
+func TestEvenSpacingNeverExceedsRate(t *testing.T) {
+	for _, rate := range []float64{1, 80, 400, 1000} {
+		p := New(rate)
+		ts := sends(p, "A", t0, 10*time.Second)
+		if w := maxWindow(ts); w > int(rate) {
+			t.Errorf("rate %v: %d sends in one second", rate, w)
+		}
+		if got, want := len(ts), int(rate*10); got < want-1 || got > want+1 {
+			t.Errorf("rate %v: %d sends in 10s, want about %d", rate, got, want)
+		}
+	}
+}
+
+func TestNumbersAreIndependent(t *testing.T) {
+	p := New(10)
+	p.Throttled("A", t0)
+	if _, ok := p.Reserve("A", t0.Add(100*time.Millisecond)); ok {
+		t.Fatal("A sends during its pause")
+	}
+	if wait, ok := p.Reserve("B", t0.Add(100*time.Millisecond)); !ok || wait != 0 {
+		t.Fatalf("B waits %v (ok %v) because A was throttled", wait, ok)
+	}
+}
+
+func TestThrottlePausesSlowsAndRecovers(t *testing.T) {
+	p := New(100)
+	p.Throttled("A", t0)
+	wait, ok := p.Reserve("A", t0)
+	if ok || wait != firstPause {
+		t.Fatalf("after a throttle: wait %v ok %v, want a %v pause", wait, ok, firstPause)
+	}
+	// Answers from requests in flight during the pause are the same episode.
+	p.Throttled("A", t0.Add(200*time.Millisecond))
+	if r := p.Rate("A"); r != 80 {
+		t.Fatalf("rate after one episode = %v, want 80", r)
+	}
+	// A second episode doubles the pause and slows further.
+	t1 := t0.Add(3 * time.Second)
+	p.Throttled("A", t1)
+	if wait, _ := p.Reserve("A", t1); wait != 2*firstPause {
+		t.Fatalf("second pause = %v, want %v", wait, 2*firstPause)
+	}
+	if r := p.Rate("A"); math.Abs(r-64) > 1e-9 {
+		t.Fatalf("rate after two episodes = %v, want 64", r)
+	}
+	// Quiet successes give the rate back step by step, never above the base.
+	now := t1
+	for i := 0; i < 100; i++ {
+		now = now.Add(recoverEvery)
+		p.Succeeded("A", now)
+	}
+	if r := p.Rate("A"); r != 100 {
+		t.Fatalf("rate after recovery = %v, want 100", r)
+	}
+}
+
+func TestUnlimited(t *testing.T) {
+	p := New(0)
+	for i := 0; i < 1000; i++ {
+		if wait, ok := p.Reserve("A", t0); !ok || wait != 0 {
+			t.Fatalf("unlimited pacer made send %d wait %v", i, wait)
+		}
+	}
+}

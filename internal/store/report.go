@@ -1,0 +1,194 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/bulksend/bulksend/internal/campaign"
+)
+
+// Report is what `bulksend status` shows.
+type Report struct {
+	Counts     campaign.Counts
+	ByError    []ErrorCount  // failed, retrying and in-doubt rows by last error
+	BySender   []SenderCount // per sender number
+	Skipped    map[string]int64
+	Retrying   int64     // pending rows with attempts behind them
+	NextRetry  time.Time // when the earliest of them is due
+	SentLast   int64     // rows accepted in the minute before At
+	At         time.Time
+	Deliveries []time.Duration // sorted time from sent to delivered, for percentiles
+}
+
+// ErrorCount counts rows by status and error code.
+type ErrorCount struct {
+	Status campaign.Status `json:"status"`
+	Code   int             `json:"code"`
+	Title  string          `json:"title"`
+	Rows   int64           `json:"rows"`
+}
+
+// SenderCount is one sender number's counts.
+type SenderCount struct {
+	Sender string          `json:"from"`
+	Counts campaign.Counts `json:"counts"`
+}
+
+// Report gathers the status report at instant now.
+func (s *Store) Report(ctx context.Context, now time.Time) (Report, error) {
+	r := Report{At: now, Skipped: map[string]int64{}}
+	var err error
+	if r.Counts, err = s.Counts(ctx); err != nil {
+		return r, err
+	}
+	q := func(query string, scan func(*sql.Rows) error, args ...any) {
+		if err != nil {
+			return
+		}
+		var rows *sql.Rows
+		rows, err = s.db.QueryContext(ctx, query, args...)
+		if err != nil {
+			err = fmt.Errorf("report: %w", err)
+			return
+		}
+		defer rows.Close()
+		for rows.Next() && err == nil {
+			err = scan(rows)
+		}
+		if err == nil {
+			err = rows.Err()
+		}
+	}
+	q(`SELECT status, COALESCE(error_code, 0), COALESCE(MAX(error_title), ''), COUNT(*) FROM recipients
+		WHERE error_code IS NOT NULL OR (error_title IS NOT NULL AND status IN ('failed', 'in_doubt', 'pending'))
+		GROUP BY status, error_code ORDER BY COUNT(*) DESC`, func(rows *sql.Rows) error {
+		var e ErrorCount
+		var st string
+		if err := rows.Scan(&st, &e.Code, &e.Title, &e.Rows); err != nil {
+			return err
+		}
+		e.Status = campaign.Status(st)
+		r.ByError = append(r.ByError, e)
+		return nil
+	})
+	bySender := map[string]*campaign.Counts{}
+	q(`SELECT sender, status, COUNT(*) FROM recipients GROUP BY sender, status`, func(rows *sql.Rows) error {
+		var sender, st string
+		var n int64
+		if err := rows.Scan(&sender, &st, &n); err != nil {
+			return err
+		}
+		c := bySender[sender]
+		if c == nil {
+			c = &campaign.Counts{}
+			bySender[sender] = c
+		}
+		c.Add(campaign.Status(st), n)
+		return nil
+	})
+	q(`SELECT COALESCE(reason, ''), COUNT(*) FROM recipients WHERE status = 'skipped' GROUP BY 1`, func(rows *sql.Rows) error {
+		var reason string
+		var n int64
+		if err := rows.Scan(&reason, &n); err != nil {
+			return err
+		}
+		r.Skipped[skipKind(reason)] += n
+		return nil
+	})
+	q(`SELECT COUNT(*), COALESCE(MIN(next_at), 0) FROM recipients WHERE status = 'pending' AND attempts > 0`, func(rows *sql.Rows) error {
+		var next int64
+		if err := rows.Scan(&r.Retrying, &next); err != nil {
+			return err
+		}
+		if next > 0 {
+			r.NextRetry = time.UnixMilli(next)
+		}
+		return nil
+	})
+	q(`SELECT COUNT(*) FROM recipients WHERE sent_at >= ?`, func(rows *sql.Rows) error {
+		return rows.Scan(&r.SentLast)
+	}, ms(now.Add(-time.Minute)))
+	q(`SELECT delivered_at - sent_at FROM recipients WHERE delivered_at IS NOT NULL AND sent_at IS NOT NULL AND delivered_at >= sent_at`, func(rows *sql.Rows) error {
+		var d int64
+		if err := rows.Scan(&d); err != nil {
+			return err
+		}
+		r.Deliveries = append(r.Deliveries, time.Duration(d)*time.Millisecond)
+		return nil
+	})
+	if err != nil {
+		return r, err
+	}
+	for sender, c := range bySender {
+		r.BySender = append(r.BySender, SenderCount{Sender: sender, Counts: *c})
+	}
+	sort.Slice(r.BySender, func(i, j int) bool { return r.BySender[i].Sender < r.BySender[j].Sender })
+	sort.Slice(r.Deliveries, func(i, j int) bool { return r.Deliveries[i] < r.Deliveries[j] })
+	return r, nil
+}
+
+// skipKind groups skip reasons: "duplicate of row 12" counts as duplicate.
+func skipKind(reason string) string {
+	for _, k := range []string{"duplicate", "excluded", "invalid"} {
+		if len(reason) >= len(k) && reason[:len(k)] == k {
+			return k
+		}
+	}
+	if reason == "" {
+		return "unknown"
+	}
+	return reason
+}
+
+// ExportRow is one recipient as `bulksend export` writes it.
+type ExportRow struct {
+	Row         int64
+	Line        int64
+	ExtID       string
+	Phone       string
+	Sender      string
+	Status      campaign.Status
+	Attempts    int
+	WAMID       string
+	ErrorCode   int
+	ErrorTitle  string
+	Reason      string
+	SentAt      time.Time
+	DeliveredAt time.Time
+	ReadAt      time.Time
+	UpdatedAt   time.Time
+}
+
+// Export calls fn for every row in row order, streaming.
+func (s *Store) Export(ctx context.Context, fn func(ExportRow) error) error {
+	rows, err := s.db.QueryContext(ctx, `SELECT row, line, COALESCE(ext_id, ''), phone, sender, status, attempts,
+		COALESCE(wamid, ''), COALESCE(error_code, 0), COALESCE(error_title, ''), COALESCE(reason, ''),
+		sent_at, delivered_at, read_at, updated_at FROM recipients ORDER BY row`)
+	if err != nil {
+		return fmt.Errorf("export: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var r ExportRow
+		var st string
+		var sent, delivered, read sql.NullInt64
+		var updated int64
+		if err := rows.Scan(&r.Row, &r.Line, &r.ExtID, &r.Phone, &r.Sender, &st, &r.Attempts, &r.WAMID,
+			&r.ErrorCode, &r.ErrorTitle, &r.Reason, &sent, &delivered, &read, &updated); err != nil {
+			return fmt.Errorf("export: %w", err)
+		}
+		r.Status = campaign.Status(st)
+		r.SentAt, r.DeliveredAt, r.ReadAt = fromMS(sent), fromMS(delivered), fromMS(read)
+		r.UpdatedAt = time.UnixMilli(updated)
+		if err := fn(r); err != nil {
+			return err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("export: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,203 @@
+// Package store is bulksend's checkpoint: one SQLite file per campaign that
+// holds every recipient's state, the campaign's settings, and the lock that
+// keeps two runs apart. It is the only package that speaks SQL.
+//
+// Every method returns errors; none logs. Times are stored as Unix
+// milliseconds.
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	_ "github.com/mattn/go-sqlite3" // the SQLite driver, registered as "sqlite3"
+
+	"github.com/bulksend/bulksend/internal/campaign"
+)
+
+// Store is an open checkpoint. It is safe for concurrent use.
+type Store struct {
+	db   *sql.DB
+	path string
+}
+
+const schema = `
+CREATE TABLE IF NOT EXISTS meta (
+	key   TEXT PRIMARY KEY,
+	value TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS recipients (
+	row          INTEGER PRIMARY KEY, -- data row number, 1 for the first row after the header
+	line         INTEGER NOT NULL,    -- CSV line the row starts on
+	ext_id       TEXT,                -- the CSV's id column
+	phone        TEXT NOT NULL,       -- E.164, or as written when invalid
+	sender       TEXT NOT NULL,       -- sender phone-number ID
+	params       TEXT NOT NULL,       -- JSON array of body parameters
+	status       TEXT NOT NULL,
+	attempts     INTEGER NOT NULL DEFAULT 0,
+	next_at      INTEGER NOT NULL DEFAULT 0, -- pending rows are due from this instant
+	attempted_at INTEGER,
+	wamid        TEXT,
+	error_code   INTEGER,
+	error_title  TEXT,
+	reason       TEXT,                -- why a row was skipped
+	sent_at      INTEGER,
+	delivered_at INTEGER,
+	read_at      INTEGER,
+	updated_at   INTEGER NOT NULL
+);
+`
+
+// Indexes are built after the first import: building them once is much
+// faster than keeping them up to date during a million inserts.
+const indexes = `
+CREATE INDEX IF NOT EXISTS recipients_due ON recipients(sender, next_at, row) WHERE status = 'pending';
+CREATE INDEX IF NOT EXISTS recipients_phone ON recipients(phone);
+CREATE INDEX IF NOT EXISTS recipients_wamid ON recipients(wamid) WHERE wamid IS NOT NULL;
+CREATE INDEX IF NOT EXISTS recipients_status ON recipients(status);
+`
+
+// Open opens the checkpoint at path, creating it (mode 0600: it holds phone
+// numbers) if it does not exist.
+func Open(path string) (*Store, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open checkpoint %q: %w", path, err)
+	}
+	f.Close()
+	dsn := "file:" + path + "?_journal_mode=WAL&_synchronous=NORMAL&_busy_timeout=5000&_txlock=immediate"
+	db, err := sql.Open("sqlite3", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("open checkpoint %q: %w", path, err)
+	}
+	// One writer at a time is SQLite's rule; a single connection also
+	// keeps the WAL and temp tables simple.
+	db.SetMaxOpenConns(1)
+	if _, err := db.Exec(schema); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open checkpoint %q: %w", path, err)
+	}
+	return &Store{db: db, path: path}, nil
+}
+
+// Close closes the checkpoint.
+func (s *Store) Close() error { return s.db.Close() }
+
+// Path is the checkpoint's file name.
+func (s *Store) Path() string { return s.path }
+
+// Settings are what the first run was given; later runs reuse them.
+type Settings struct {
+	CampaignID    string    `json:"campaign_id"`
+	Template      string    `json:"template"`
+	Lang          string    `json:"lang"`
+	Senders       []string  `json:"senders,omitempty"` // --from; empty when the CSV has a from column
+	Rate          float64   `json:"rate"`
+	Concurrency   int       `json:"concurrency"` // 0: derived from rate and latency
+	MaxAttempts   int       `json:"max_attempts"`
+	DefaultRegion string    `json:"default_region,omitempty"`
+	Params        []string  `json:"params"` // parameter column names
+	CSVHash       string    `json:"csv_sha256"`
+	CSVSize       int64     `json:"csv_size"`
+	CreatedAt     time.Time `json:"created_at"`
+}
+
+// ErrNoSettings means the checkpoint has not been set up by a first run.
+var ErrNoSettings = errors.New("checkpoint has no campaign yet")
+
+// Settings returns the stored settings, or ErrNoSettings.
+func (s *Store) Settings(ctx context.Context) (Settings, error) {
+	var st Settings
+	v, err := s.meta(ctx, "settings")
+	if err != nil {
+		return st, err
+	}
+	if v == "" {
+		return st, ErrNoSettings
+	}
+	if err := json.Unmarshal([]byte(v), &st); err != nil {
+		return st, fmt.Errorf("read settings: %w", err)
+	}
+	return st, nil
+}
+
+// SaveSettings stores st.
+func (s *Store) SaveSettings(ctx context.Context, st Settings) error {
+	b, err := json.Marshal(st)
+	if err != nil {
+		return fmt.Errorf("save settings: %w", err)
+	}
+	return s.setMeta(ctx, s.db, "settings", string(b))
+}
+
+func (s *Store) meta(ctx context.Context, key string) (string, error) {
+	var v string
+	err := s.db.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = ?`, key).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("read %s: %w", key, err)
+	}
+	return v, nil
+}
+
+type execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
+func (s *Store) setMeta(ctx context.Context, e execer, key, value string) error {
+	_, err := e.ExecContext(ctx, `INSERT INTO meta(key, value) VALUES(?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value`, key, value)
+	if err != nil {
+		return fmt.Errorf("write %s: %w", key, err)
+	}
+	return nil
+}
+
+func ms(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
+}
+
+func fromMS(v sql.NullInt64) time.Time {
+	if !v.Valid || v.Int64 == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(v.Int64)
+}
+
+// placeholders returns "(?,?,…),(…)" for rows groups of n.
+func placeholders(rows, n int) string {
+	one := "(" + strings.TrimSuffix(strings.Repeat("?,", n), ",") + ")"
+	return strings.TrimSuffix(strings.Repeat(one+",", rows), ",")
+}
+
+// Counts returns the number of rows in each status.
+func (s *Store) Counts(ctx context.Context) (campaign.Counts, error) {
+	var c campaign.Counts
+	rows, err := s.db.QueryContext(ctx, `SELECT status, COUNT(*) FROM recipients GROUP BY status`)
+	if err != nil {
+		return c, fmt.Errorf("count rows: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var st string
+		var n int64
+		if err := rows.Scan(&st, &n); err != nil {
+			return c, fmt.Errorf("count rows: %w", err)
+		}
+		c.Add(campaign.Status(st), n)
+	}
+	if err := rows.Err(); err != nil {
+		return c, fmt.Errorf("count rows: %w", err)
+	}
+	return c, nil
+}

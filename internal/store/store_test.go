@@ -1,0 +1,253 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/bulksend/bulksend/internal/campaign"
+)
+
+func rowsOf(rows ...Row) func() (Row, error) {
+	i := 0
+	return func() (Row, error) {
+		if i == len(rows) {
+			return Row{}, io.EOF
+		}
+		i++
+		return rows[i-1], nil
+	}
+}
+
+func phones(n int, sender string) []Row {
+	var out []Row
+	for i := 1; i <= n; i++ {
+		out = append(out, Row{Row: int64(i), Line: i + 1, Phone: fmt.Sprintf("+4477009%05d", i), Sender: sender, Params: []string{"p", fmt.Sprint(i)}})
+	}
+	return out
+}
+
+func newStore(t *testing.T, rows ...Row) *Store {
+	t.Helper()
+	s, err := Open(filepath.Join(t.TempDir(), "c.bulksend.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if _, err := s.Import(context.Background(), rowsOf(rows...), func() Settings { return Settings{CampaignID: "c1", Template: "t", MaxAttempts: 5} }); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestOpenCreatesPrivateFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.db")
+	s, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != 0o600 {
+		t.Fatalf("checkpoint mode = %v, want 0600", fi.Mode().Perm())
+	}
+}
+
+func TestImportSkipsDuplicatesAndKeepsSettings(t *testing.T) {
+	ctx := context.Background()
+	rows := []Row{
+		{Row: 1, Line: 2, Phone: "+447700900001", Sender: "1"},
+		{Row: 2, Line: 3, Phone: "+447700900002", Sender: "1"},
+		{Row: 3, Line: 4, Phone: "+447700900001", Sender: "1"},
+		{Row: 4, Line: 5, Phone: "12ab", Sender: "1", Skip: "invalid phone: letters"},
+		{Row: 5, Line: 6, Phone: "+447700900001", Sender: "1"},
+	}
+	s := newStore(t, rows...)
+	c, err := s.Counts(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := campaign.Counts{Total: 5, Pending: 2, Skipped: 3}
+	if c != want {
+		t.Fatalf("counts = %+v, want %+v", c, want)
+	}
+	var reasons []string
+	s.Export(ctx, func(r ExportRow) error { reasons = append(reasons, r.Reason); return nil })
+	wantReasons := []string{"", "", "duplicate of row 1", "invalid phone: letters", "duplicate of row 1"}
+	if fmt.Sprint(reasons) != fmt.Sprint(wantReasons) {
+		t.Fatalf("reasons = %q, want %q", reasons, wantReasons)
+	}
+	st, err := s.Settings(ctx)
+	if err != nil || st.CampaignID != "c1" {
+		t.Fatalf("settings = %+v, %v", st, err)
+	}
+	if _, err := s.Import(ctx, rowsOf(rows...), func() Settings { return st }); err == nil {
+		t.Fatal("second import into the same checkpoint succeeded")
+	}
+}
+
+func TestImportAbortLeavesNothing(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(filepath.Join(t.TempDir(), "c.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	boom := errors.New("line 3: bad quoting")
+	i := 0
+	_, err = s.Import(ctx, func() (Row, error) {
+		i++
+		if i == 3 {
+			return Row{}, boom
+		}
+		return Row{Row: int64(i), Phone: fmt.Sprint(i), Sender: "1"}, nil
+	}, func() Settings { return Settings{} })
+	if !errors.Is(err, boom) {
+		t.Fatalf("err = %v, want %v", err, boom)
+	}
+	if _, err := s.Settings(ctx); !errors.Is(err, ErrNoSettings) {
+		t.Fatalf("settings after failed import: %v", err)
+	}
+	c, _ := s.Counts(ctx)
+	if c.Total != 0 {
+		t.Fatalf("%d rows left by a failed import", c.Total)
+	}
+}
+
+func TestClaimRecordCycle(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t, append(phones(5, "A"), Row{Row: 6, Line: 7, Phone: "+447700800001", Sender: "B"})...)
+	now := time.Now()
+	jobs, err := s.Claim(ctx, "A", now, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(jobs) != 3 || jobs[0].Row != 1 || jobs[0].Attempts != 1 || jobs[0].Params[1] != "1" {
+		t.Fatalf("jobs = %+v", jobs)
+	}
+	if c, _ := s.Counts(ctx); c.Sending != 3 {
+		t.Fatalf("sending = %d, want 3 (claims must be committed before sending)", c.Sending)
+	}
+	err = s.Record(ctx, []Result{
+		{Row: 1, Outcome: OutcomeSent, WAMID: "wamid.1", At: now},
+		{Row: 2, Outcome: OutcomeRetry, Code: 131000, Title: "Something went wrong", NextAt: now.Add(time.Hour), At: now},
+		{Row: 3, Outcome: OutcomeRelease, At: now},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A result for a row no longer sending changes nothing.
+	if err := s.Record(ctx, []Result{{Row: 1, Outcome: OutcomeFailed, Code: 1, At: now}}); err != nil {
+		t.Fatal(err)
+	}
+	next, err := s.Claim(ctx, "A", now, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []int64
+	for _, j := range next {
+		got = append(got, j.Row)
+		if j.Row == 3 && j.Attempts != 1 {
+			t.Errorf("released row attempts = %d, want 1 (a release does not spend an attempt)", j.Attempts)
+		}
+	}
+	if fmt.Sprint(got) != "[3 4 5]" {
+		t.Fatalf("second claim = %v, want [3 4 5] (row 2 is not due, row 6 is B's)", got)
+	}
+	due, ok, err := s.NextDue(ctx, "A")
+	if err != nil || !ok || due.UnixMilli() != now.Add(time.Hour).UnixMilli() {
+		t.Fatalf("next due = %v %v %v", due, ok, err)
+	}
+	states, err := s.States(ctx, nil, []string{"wamid.1"})
+	if err != nil || states[1].Status != campaign.Sent {
+		t.Fatalf("states by wamid = %+v, %v", states, err)
+	}
+}
+
+func TestRecoverAndPolicies(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		policy      campaign.Policy
+		maxAttempts int
+		want        campaign.Counts
+	}{
+		{campaign.Hold, 5, campaign.Counts{Total: 3, InDoubt: 2, Pending: 1}},
+		{campaign.Resend, 5, campaign.Counts{Total: 3, Pending: 3}},
+		{campaign.Resend, 1, campaign.Counts{Total: 3, Failed: 2, Pending: 1}},
+		{campaign.Fail, 5, campaign.Counts{Total: 3, Failed: 2, Pending: 1}},
+	} {
+		t.Run(fmt.Sprintf("%s/max%d", tc.policy, tc.maxAttempts), func(t *testing.T) {
+			s := newStore(t, phones(3, "A")...)
+			now := time.Now()
+			if _, err := s.Claim(ctx, "A", now.Add(-time.Hour), 2); err != nil {
+				t.Fatal(err)
+			}
+			n, err := s.RecoverSending(ctx, now)
+			if err != nil || n != 2 {
+				t.Fatalf("recovered %d, %v", n, err)
+			}
+			// Grace: a cutoff before the attempt leaves rows alone.
+			if n, _ := s.ApplyPolicy(ctx, tc.policy, now.Add(-2*time.Hour), now, tc.maxAttempts); n != 0 {
+				t.Fatalf("policy applied to %d rows attempted after the cutoff", n)
+			}
+			if _, err := s.ApplyPolicy(ctx, tc.policy, now, now, tc.maxAttempts); err != nil {
+				t.Fatal(err)
+			}
+			if c, _ := s.Counts(ctx); c != tc.want {
+				t.Fatalf("counts = %+v, want %+v", c, tc.want)
+			}
+		})
+	}
+}
+
+func TestExclude(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t, phones(4, "A")...)
+	list := []string{"+447700900002", "+447700900004", "+449999999999"}
+	n, err := s.Exclude(ctx, func() (string, error) {
+		if len(list) == 0 {
+			return "", io.EOF
+		}
+		p := list[0]
+		list = list[1:]
+		return p, nil
+	})
+	if err != nil || n != 2 {
+		t.Fatalf("excluded %d, %v; want 2", n, err)
+	}
+	if c, _ := s.Counts(ctx); c.Skipped != 2 || c.Pending != 2 {
+		t.Fatalf("counts = %+v", c)
+	}
+}
+
+func TestLock(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.db")
+	l, err := Acquire(path, "run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Acquire(path, "run")
+	var le *LockedError
+	if !errors.As(err, &le) {
+		t.Fatalf("second acquire: %v, want *LockedError", err)
+	}
+	if want := fmt.Sprintf("pid %d", os.Getpid()); len(le.Holder) < len(want) || le.Holder[:len(want)] != want {
+		t.Fatalf("holder = %q, want it to name %s", le.Holder, want)
+	}
+	if err := l.Release(); err != nil {
+		t.Fatal(err)
+	}
+	l2, err := Acquire(path, "run")
+	if err != nil {
+		t.Fatalf("acquire after release: %v", err)
+	}
+	l2.Release()
+}

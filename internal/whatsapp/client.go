@@ -1,0 +1,202 @@
+// Package whatsapp is the Cloud API client: it turns a campaign.Message into
+// the wire request Meta documents, and Meta's answers into a wamid, an
+// *campaign.APIError, or an error that says whether the request left.
+package whatsapp
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptrace"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/bulksend/bulksend/internal/campaign"
+)
+
+// DefaultVersion is the Graph API version put in the path.
+const DefaultVersion = "v23.0"
+
+// Client sends template messages. It is safe for concurrent use; its
+// fields must not change after the first Send.
+type Client struct {
+	BaseURL string // e.g. https://graph.facebook.com
+	Version string // e.g. v23.0
+	Token   string // never logged, never part of an error
+	HTTP    *http.Client
+	Timeout time.Duration // per request; 0 means none beyond ctx
+}
+
+// NewHTTPClient returns an http.Client whose transport keeps enough idle
+// connections for conc requests in flight.
+func NewHTTPClient(conc int) *http.Client {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConns = conc + 16
+	t.MaxIdleConnsPerHost = conc + 16
+	t.MaxConnsPerHost = 0
+	return &http.Client{Transport: t}
+}
+
+// Request is the JSON body of a template message, as Meta's OpenAPI
+// TemplateMessage schema describes it.
+type Request struct {
+	MessagingProduct string   `json:"messaging_product"`
+	RecipientType    string   `json:"recipient_type"`
+	To               string   `json:"to"`
+	Type             string   `json:"type"`
+	CallbackData     string   `json:"biz_opaque_callback_data,omitempty"`
+	Template         Template `json:"template"`
+}
+
+type Template struct {
+	Name       string      `json:"name"`
+	Language   Language    `json:"language"`
+	Components []Component `json:"components,omitempty"`
+}
+
+type Language struct {
+	Policy string `json:"policy"`
+	Code   string `json:"code"`
+}
+
+type Component struct {
+	Type       string      `json:"type"`
+	Parameters []Parameter `json:"parameters"`
+}
+
+type Parameter struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
+}
+
+// NewRequest builds the wire request for m.
+func NewRequest(m campaign.Message) Request {
+	r := Request{
+		MessagingProduct: "whatsapp",
+		RecipientType:    "individual",
+		To:               m.To,
+		Type:             "template",
+		CallbackData:     m.CallbackData,
+		Template: Template{
+			Name:     m.Template,
+			Language: Language{Policy: "deterministic", Code: m.Lang},
+		},
+	}
+	if len(m.Params) > 0 {
+		ps := make([]Parameter, len(m.Params))
+		for i, p := range m.Params {
+			ps[i] = Parameter{Type: "text", Text: p}
+		}
+		r.Template.Components = []Component{{Type: "body", Parameters: ps}}
+	}
+	return r
+}
+
+type response struct {
+	Messages []struct {
+		ID string `json:"id"`
+	} `json:"messages"`
+	Error *struct {
+		Message   string `json:"message"`
+		Type      string `json:"type"`
+		Code      int    `json:"code"`
+		ErrorData struct {
+			Details string `json:"details"`
+		} `json:"error_data"`
+		TraceID string `json:"fbtrace_id"`
+	} `json:"error"`
+}
+
+// Send posts m and returns its wamid. See campaign.Sender for the error
+// contract: whether the request was written decides between a safe retry
+// and ErrInDoubt.
+func (c *Client) Send(ctx context.Context, m campaign.Message) (string, error) {
+	body, err := json.Marshal(NewRequest(m))
+	if err != nil {
+		return "", fmt.Errorf("encode request: %w", err)
+	}
+	if c.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.Timeout)
+		defer cancel()
+	}
+	var wrote atomic.Bool
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		WroteRequest: func(i httptrace.WroteRequestInfo) {
+			if i.Err == nil {
+				wrote.Store(true)
+			}
+		},
+	})
+	url := strings.TrimRight(c.BaseURL, "/") + "/" + c.Version + "/" + m.From + "/messages"
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return "", fmt.Errorf("build request: %w", err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+c.Token)
+	hc := c.HTTP
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return "", c.transportError(err, wrote.Load())
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		// The API answered but the answer was lost: it may have accepted.
+		return "", fmt.Errorf("read response: %w: %w", scrub(err), campaign.ErrInDoubt)
+	}
+	var r response
+	jerr := json.Unmarshal(raw, &r)
+	if resp.StatusCode == http.StatusOK && jerr == nil && len(r.Messages) > 0 && r.Messages[0].ID != "" {
+		return r.Messages[0].ID, nil
+	}
+	if jerr == nil && r.Error != nil {
+		return "", &campaign.APIError{
+			HTTPStatus: resp.StatusCode,
+			Code:       r.Error.Code,
+			Type:       r.Error.Type,
+			Message:    r.Error.Message,
+			Details:    r.Error.ErrorData.Details,
+			TraceID:    r.Error.TraceID,
+		}
+	}
+	switch {
+	case resp.StatusCode == http.StatusOK:
+		// 200 without a wamid: accepted or not, we cannot tell.
+		return "", fmt.Errorf("HTTP 200 without a message id: %w", campaign.ErrInDoubt)
+	case resp.StatusCode == http.StatusServiceUnavailable || resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode < 500:
+		// Refused by a front end before processing.
+		return "", &campaign.APIError{HTTPStatus: resp.StatusCode, Message: http.StatusText(resp.StatusCode)}
+	default:
+		// 500/502/504 without Meta's body: a gateway answered, the API may have accepted.
+		return "", fmt.Errorf("HTTP %d without an API error body: %w", resp.StatusCode, campaign.ErrInDoubt)
+	}
+}
+
+func (c *Client) transportError(err error, wrote bool) error {
+	err = scrub(err)
+	if wrote {
+		return fmt.Errorf("%w: %w", err, campaign.ErrInDoubt)
+	}
+	return fmt.Errorf("request not sent: %w", err)
+}
+
+// scrub drops the method and URL that net/http puts around its errors: the
+// report names the row, and the error stays the same whatever the base URL.
+func scrub(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
+}
