@@ -224,14 +224,16 @@ func (e *Engine) dispatch(ctx, parent context.Context, sender string, sends *syn
 	return nil
 }
 
-// claimSize is about one second of work, so a crash leaves few rows in doubt.
+// claimSize is a tenth of a second of work: a crash leaves the rows of
+// its last claim in doubt, so claims stay small (a claim is one cheap
+// transaction, ten a second per number).
 func (e *Engine) claimSize(sender string) int {
 	r := e.pacer.Rate(sender)
 	if math.IsInf(r, 1) || r <= 0 {
 		limit, _ := e.gate.snapshot()
 		return max(64, 2*limit)
 	}
-	return max(1, min(2000, int(math.Ceil(r))))
+	return max(1, min(200, int(math.Ceil(r/10))))
 }
 
 // idle is called when sender has nothing due. It waits for answers still

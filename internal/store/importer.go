@@ -100,11 +100,11 @@ func (s *Store) Import(ctx context.Context, next func() (Row, error), settings f
 		return 0, fmt.Errorf("import: index: %w", err)
 	}
 	// The first row with a phone is the one sent; later ones are skipped.
+	// One pass over the phone index, not a lookup per row.
 	if _, err := tx.ExecContext(ctx, `
-		UPDATE recipients SET status = 'skipped', reason = 'duplicate of row ' || (
-			SELECT MIN(d.row) FROM recipients d WHERE d.phone = recipients.phone AND d.status = 'pending')
-		WHERE status = 'pending' AND EXISTS (
-			SELECT 1 FROM recipients d WHERE d.phone = recipients.phone AND d.status = 'pending' AND d.row < recipients.row)`); err != nil {
+		UPDATE recipients SET status = 'skipped', reason = 'duplicate of row ' || d.first
+		FROM (SELECT row, MIN(row) OVER (PARTITION BY phone) AS first FROM recipients WHERE status = 'pending') AS d
+		WHERE recipients.row = d.row AND d.row <> d.first`); err != nil {
 		return 0, fmt.Errorf("import: duplicates: %w", err)
 	}
 	b, err := json.Marshal(settings())

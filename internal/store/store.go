@@ -60,7 +60,6 @@ const indexes = `
 CREATE INDEX IF NOT EXISTS recipients_due ON recipients(sender, next_at, row) WHERE status = 'pending';
 CREATE INDEX IF NOT EXISTS recipients_phone ON recipients(phone);
 CREATE INDEX IF NOT EXISTS recipients_wamid ON recipients(wamid) WHERE wamid IS NOT NULL;
-CREATE INDEX IF NOT EXISTS recipients_status ON recipients(status);
 `
 
 // Open opens the checkpoint at path, creating it (mode 0600: it holds phone

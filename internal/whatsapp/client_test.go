@@ -70,7 +70,7 @@ func TestSendErrors(t *testing.T) {
 		name      string
 		handler   http.HandlerFunc
 		timeout   time.Duration
-		wantCode  int   // an *APIError with this code
+		wantCode  int // an *APIError with this code
 		wantClass campaign.Class
 		inDoubt   bool
 	}{

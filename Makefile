@@ -1,0 +1,49 @@
+# bulksend — see README.md. `make test` is what CI runs.
+GO      ?= go
+BIN     ?= bulksend
+DEMO    ?= demo
+
+.PHONY: build test test-short demo bench fuzz vet clean
+
+build:
+	$(GO) build -o $(BIN) ./cmd/bulksend
+
+# The test command: README.md and .ci/run use exactly this.
+test:
+	$(GO) vet ./...
+	$(GO) test -race -count=1 ./...
+
+test-short:
+	$(GO) test -short ./...
+
+# A real campaign end to end against the built-in sandbox: import, send,
+# reconcile the webhook log, report. No Meta account needed.
+demo: build
+	@rm -rf $(DEMO) && mkdir -p $(DEMO) && cp testdata/demo/campaign.csv $(DEMO)/campaign.csv
+	@echo "== 1. send: 2,003 rows, 2 sender numbers at 80 msg/s each, to the in-process sandbox"
+	-./$(BIN) run $(DEMO)/campaign.csv --sandbox --template spring_sale --from 106540352242922,106540352242923
+	@echo "== 2. reconcile the sandbox's webhook log: rows in doubt are settled, delivered/read recorded"
+	-./$(BIN) reconcile $(DEMO)/campaign.csv $(DEMO)/campaign.webhooks.jsonl --unmatched resend --grace 0s
+	@echo "== 3. resume: sends what no webhook showed was sent, and due retries"
+	-./$(BIN) run $(DEMO)/campaign.csv --sandbox
+	-./$(BIN) reconcile $(DEMO)/campaign.csv $(DEMO)/campaign.webhooks.jsonl
+	@echo "== 4. report"
+	./$(BIN) status $(DEMO)/campaign.csv
+	./$(BIN) export $(DEMO)/campaign.csv -o $(DEMO)/report.csv
+	@echo "report: $(DEMO)/report.csv"
+
+# The figures the issues ask for, printed side by side with their targets.
+bench:
+	$(GO) test -run '^$$' -bench . -benchtime 1x ./internal/bench/...
+	$(GO) test -run '^$$' -bench 'Sandbox|Reconcile' -benchtime 3s ./internal/sandbox ./internal/reconcile
+
+fuzz:
+	$(GO) test -run '^$$' -fuzz FuzzReader -fuzztime 30s ./internal/csvin
+	$(GO) test -run '^$$' -fuzz FuzzNormalize -fuzztime 30s ./internal/csvin
+	$(GO) test -run '^$$' -fuzz FuzzReader -fuzztime 30s ./internal/webhook
+
+vet:
+	$(GO) vet ./...
+
+clean:
+	rm -rf $(BIN) $(DEMO) dist

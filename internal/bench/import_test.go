@@ -1,0 +1,143 @@
+package bench
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/bulksend/bulksend/internal/csvin"
+)
+
+const millionRows = 1_000_000
+
+// rowsFromEnv lets a quick run use fewer rows: BULKSEND_BENCH_ROWS=100000.
+func rowsFromEnv() int {
+	if n, err := strconv.Atoi(os.Getenv("BULKSEND_BENCH_ROWS")); err == nil && n > 0 {
+		return n
+	}
+	return millionRows
+}
+
+// buildBinary builds bulksend once per benchmark run.
+func buildBinary(b *testing.B) string {
+	b.Helper()
+	bin := filepath.Join(b.TempDir(), "bulksend")
+	out, err := exec.Command("go", "build", "-o", bin, "github.com/bulksend/bulksend/cmd/bulksend").CombinedOutput()
+	if err != nil {
+		b.Fatalf("build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// writeCampaign writes an n-row campaign CSV with two parameter columns.
+func writeCampaign(b *testing.B, path string, n int) {
+	b.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	w := bufio.NewWriterSize(f, 1<<20)
+	w.WriteString("phone,name,code\n")
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(w, "%s,Customer %d,CODE%07d\n", csvin.SampleNumber(i), i, i)
+	}
+	if err := w.Flush(); err != nil {
+		b.Fatal(err)
+	}
+	f.Close()
+}
+
+// timed runs cmd and returns its wall time and peak RSS in MB.
+func timed(b *testing.B, cmd *exec.Cmd) (time.Duration, float64) {
+	b.Helper()
+	start := time.Now()
+	out, err := cmd.CombinedOutput()
+	el := time.Since(start)
+	if err != nil {
+		b.Fatalf("%v: %v\n%s", cmd.Args, err, out)
+	}
+	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	return el, float64(ru.Maxrss) / 1024 // Linux reports KiB
+}
+
+// BenchmarkImport: importing 1,000,000 rows (`bulksend run --dry-run`:
+// stream, normalise phones, checkpoint, dedupe, index) against
+// `sqlite3 -csv .import` of the same file into a plain table. Targets:
+// within 3× of sqlite3, peak RSS ≤ 150 MB.
+func BenchmarkImport(b *testing.B) {
+	n := rowsFromEnv()
+	bin := buildBinary(b)
+	dir := b.TempDir()
+	csvPath := filepath.Join(dir, "big.csv")
+	writeCampaign(b, csvPath, n)
+	for range b.N {
+		ref := time.Duration(0)
+		if sq, err := exec.LookPath("sqlite3"); err == nil {
+			db := filepath.Join(dir, fmt.Sprintf("ref-%d.db", time.Now().UnixNano()))
+			ref, _ = timed(b, exec.Command(sq, "-csv", db, ".import "+csvPath+" t"))
+			os.Remove(db)
+		}
+		cmd := exec.Command(bin, "run", csvPath, "--dry-run", "--template", "t", "--from", "1000001", "--log-level", "warn")
+		el, rss := timed(b, cmd)
+		b.ReportMetric(el.Seconds(), "import-s")
+		b.ReportMetric(rss, "peak-RSS-MB")
+		if ref > 0 {
+			b.ReportMetric(ref.Seconds(), "sqlite3-s")
+			b.ReportMetric(el.Seconds()/ref.Seconds(), "x-sqlite3")
+			fmt.Printf("import %d rows: bulksend %.2fs vs sqlite3 .import %.2fs = %.2f× (target ≤ 3×); peak RSS %.0f MB (target ≤ 150 MB)\n",
+				n, el.Seconds(), ref.Seconds(), el.Seconds()/ref.Seconds(), rss)
+		} else {
+			fmt.Printf("import %d rows: bulksend %.2fs (sqlite3 not installed: no reference); peak RSS %.0f MB (target ≤ 150 MB)\n", n, el.Seconds(), rss)
+		}
+	}
+}
+
+var sandboxURL = regexp.MustCompile(`BULKSEND_API_URL=(http://[0-9.:]+)`)
+
+// BenchmarkRunRSS: a 1,000,000-row run (no rate limit) against a
+// `bulksend sandbox` process; the run's peak RSS. Target ≤ 150 MB.
+// It takes minutes: BULKSEND_BENCH_ROWS makes it shorter.
+func BenchmarkRunRSS(b *testing.B) {
+	n := rowsFromEnv()
+	bin := buildBinary(b)
+	dir := b.TempDir()
+	csvPath := filepath.Join(dir, "run.csv")
+	writeCampaign(b, csvPath, n)
+	for range b.N {
+		sb := exec.Command(bin, "sandbox", "--rate", "-1", "--latency", "0", "--jitter", "0", "--transient-rate", "0",
+			"--permanent-rate", "0", "--late-rate", "0", "--pair-interval", "-1s")
+		stderr, err := sb.StderrPipe()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := sb.Start(); err != nil {
+			b.Fatal(err)
+		}
+		sc := bufio.NewScanner(stderr)
+		url := ""
+		for url == "" && sc.Scan() {
+			if m := sandboxURL.FindStringSubmatch(sc.Text()); m != nil {
+				url = m[1]
+			}
+		}
+		go func() {
+			for sc.Scan() {
+			}
+		}()
+		cmd := exec.Command(bin, "run", csvPath, "--template", "t", "--from", "1000001", "--rate", "0", "--concurrency", "32", "--log-level", "warn", "--progress-interval", "1h")
+		cmd.Env = append(os.Environ(), "BULKSEND_API_URL="+url, "WHATSAPP_TOKEN=bench")
+		el, rss := timed(b, cmd)
+		sb.Process.Signal(syscall.SIGTERM)
+		sb.Wait()
+		b.ReportMetric(rss, "peak-RSS-MB")
+		b.ReportMetric(float64(n)/el.Seconds(), "msg/s")
+		fmt.Printf("run %d rows: %.0fs (%.0f msg/s, no rate limit, concurrency 32), peak RSS %.0f MB (target ≤ 150 MB)\n", n, el.Seconds(), float64(n)/el.Seconds(), rss)
+	}
+}

@@ -1,0 +1,220 @@
+// Package cli is bulksend's command line: one file per command, each an
+// options struct and a runX function. It is the only package that prints
+// errors or chooses an exit code; the map from error to exit code is
+// exitCode below, and README.md documents it.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/bulksend/bulksend/internal/campaign"
+	"github.com/bulksend/bulksend/internal/csvin"
+	"github.com/bulksend/bulksend/internal/engine"
+	"github.com/bulksend/bulksend/internal/store"
+)
+
+// Exit codes: part of the product, cron jobs read them.
+const (
+	ExitOK         = 0 // finished: no row pending, sending or in doubt
+	ExitFatal      = 1 // auth, template or account error; I/O
+	ExitUsage      = 2 // usage or bad input
+	ExitUnfinished = 3 // run again later: interrupted, retries later, rows in doubt, unreachable
+	ExitLocked     = 4 // another run holds this checkpoint
+)
+
+const exitCodesHelp = `Exit status:
+  0  finished: no row pending, sending or in doubt
+  1  fatal: authentication, template or account error, I/O error
+  2  usage error or bad input (flags, CSV)
+  3  unfinished, run again later: interrupted, retries scheduled for later,
+     rows in doubt, API unreachable
+  4  another bulksend holds this checkpoint`
+
+// IO is where a command reads and writes. stdout is data; everything
+// else goes to stderr.
+type IO struct {
+	In     io.Reader
+	Out    io.Writer
+	Err    io.Writer
+	Getenv func(string) string
+	// Signals delivers interrupts; nil means the process's SIGINT/SIGTERM.
+	Signals <-chan os.Signal
+	// Abort ends the process at once on a second interrupt.
+	Abort func(code int)
+}
+
+func (s *IO) isTerminal() bool {
+	f, ok := s.Err.(*os.File)
+	return ok && isTerminal(f)
+}
+
+// Main runs bulksend with args and returns the exit code.
+func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	ios := &IO{In: stdin, Out: stdout, Err: stderr, Getenv: os.Getenv, Abort: os.Exit}
+	return run(args, ios)
+}
+
+func run(args []string, ios *IO) int {
+	root := newRoot(ios)
+	root.SetArgs(args)
+	err := root.Execute()
+	if err == nil {
+		return ExitOK
+	}
+	code, hint := exitCode(err)
+	var unfinished *unfinishedError
+	if errors.As(err, &unfinished) {
+		fmt.Fprintf(ios.Err, "bulksend: %v\n", err)
+	} else {
+		fmt.Fprintf(ios.Err, "bulksend: error: %v\n", err)
+	}
+	if hint != "" {
+		fmt.Fprintf(ios.Err, "bulksend: hint: %s\n", hint)
+	}
+	return code
+}
+
+// usageError is a wrong flag, argument or input file: exit 2.
+type usageError struct {
+	err  error
+	hint string
+}
+
+func (e *usageError) Error() string { return e.err.Error() }
+func (e *usageError) Unwrap() error { return e.err }
+
+func usagef(hint, format string, args ...any) error {
+	return &usageError{err: fmt.Errorf(format, args...), hint: hint}
+}
+
+// unfinishedError ends a run that has more to do later: exit 3. The
+// summary has been printed already.
+type unfinishedError struct{ reason, hint string }
+
+func (e *unfinishedError) Error() string { return e.reason }
+
+// exitCode is the one map from error to exit code and hint.
+func exitCode(err error) (int, string) {
+	var (
+		usage      *usageError
+		locked     *store.LockedError
+		fatal      *engine.FatalError
+		lineErr    *csvin.LineError
+		unfinished *unfinishedError
+	)
+	switch {
+	case errors.As(err, &unfinished):
+		return ExitUnfinished, unfinished.hint
+	case errors.As(err, &usage):
+		return ExitUsage, usage.hint
+	case errors.As(err, &locked):
+		return ExitLocked, "wait for that run to finish; a crashed run releases the lock by itself"
+	case errors.As(err, &fatal):
+		return ExitFatal, fatal.Err.Hint()
+	case errors.As(err, &lineErr), errors.Is(err, csvin.ErrNoHeader), errors.Is(err, csvin.ErrNoPhoneColumn), errors.Is(err, csvin.ErrDuplicateColumn):
+		return ExitUsage, "fix the CSV and run again: nothing was sent"
+	case errors.Is(err, engine.ErrUnreachable):
+		return ExitUnfinished, "check the network and --api-url, then run the same command again"
+	case errors.Is(err, context.Canceled):
+		return ExitUnfinished, "run the same command again to resume"
+	}
+	var apiErr *campaign.APIError
+	if errors.As(err, &apiErr) {
+		return ExitFatal, apiErr.Hint()
+	}
+	return ExitFatal, ""
+}
+
+func newRoot(ios *IO) *cobra.Command {
+	var logLevel, logFormat string
+	root := &cobra.Command{
+		Use:   "bulksend",
+		Short: "Run WhatsApp template-message campaigns from a CSV, crash-safe and paced",
+		Long: `bulksend sends one WhatsApp Cloud API template message to every recipient of a
+CSV file, paced per sender number, with a SQLite checkpoint beside the CSV so
+that a crash, a Ctrl-C or an API outage never sends a message twice or skips one.
+
+` + exitCodesHelp,
+		SilenceErrors: true,
+		SilenceUsage:  true,
+	}
+	root.SetIn(ios.In)
+	root.SetOut(ios.Err) // help and usage are not data
+	root.SetErr(ios.Err)
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return &usageError{err: err, hint: "see '" + c.CommandPath() + " --help'"}
+	})
+	root.PersistentFlags().StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	root.PersistentFlags().StringVar(&logFormat, "log-format", "text", "log format: text or json")
+	logger := func() (*slog.Logger, error) {
+		var lvl slog.Level
+		if err := lvl.UnmarshalText([]byte(logLevel)); err != nil {
+			return nil, usagef("", "invalid --log-level %q: want debug, info, warn or error", logLevel)
+		}
+		opts := &slog.HandlerOptions{Level: lvl}
+		switch logFormat {
+		case "text":
+			return slog.New(slog.NewTextHandler(ios.Err, opts)), nil
+		case "json":
+			return slog.New(slog.NewJSONHandler(ios.Err, opts)), nil
+		}
+		return nil, usagef("", "invalid --log-format %q: want text or json", logFormat)
+	}
+	root.AddCommand(newRunCmd(ios, logger), newStatusCmd(ios), newExportCmd(ios), newReconcileCmd(ios, logger), newSandboxCmd(ios, logger))
+	return root
+}
+
+// signalContext returns a context cancelled by the first interrupt; a
+// second interrupt ends the process at once with exit 3 (rows in flight
+// stay `sending` and the next run treats them as in doubt).
+func signalContext(ios *IO, log *slog.Logger) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	sigs := ios.Signals
+	var stopNotify func()
+	if sigs == nil {
+		ch := make(chan os.Signal, 2)
+		signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM)
+		sigs = ch
+		stopNotify = func() { signal.Stop(ch) }
+	}
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-done:
+			return
+		case s := <-sigs:
+			log.Warn("stopping: no new sends, waiting for requests in flight (interrupt again to abort)", "signal", s.String())
+			cancel()
+		}
+		select {
+		case <-done:
+		case <-sigs:
+			fmt.Fprintln(ios.Err, "bulksend: aborted: rows in flight stay in doubt until the next run")
+			ios.Abort(ExitUnfinished)
+		}
+	}()
+	return ctx, func() {
+		close(done)
+		if stopNotify != nil {
+			stopNotify()
+		}
+		cancel()
+	}
+}
+
+// dbPath is the checkpoint of a campaign CSV: CAMPAIGN.bulksend.db beside it.
+func dbPath(csvPath string) string {
+	base := strings.TrimSuffix(csvPath, ".csv")
+	base = strings.TrimSuffix(base, ".CSV")
+	return base + ".bulksend.db"
+}

@@ -1,0 +1,367 @@
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/bulksend/bulksend/internal/campaign"
+	"github.com/bulksend/bulksend/internal/sandbox"
+	"github.com/bulksend/bulksend/internal/store"
+)
+
+// syncBuffer is a concurrency-safe buffer for the sandbox's records.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// rig is a campaign against an in-process sandbox, run by child processes
+// of the test binary that the test can kill.
+type rig struct {
+	t        *testing.T
+	dir, csv string
+	cfg      sandbox.Config
+	url      string
+	sb       *sandbox.Server
+	srv      *httptest.Server
+	accepted *syncBuffer
+	webhooks *os.File
+	whw      *bufio.Writer
+}
+
+func newRig(t *testing.T, rows int, cfg sandbox.Config) *rig {
+	t.Helper()
+	dir := t.TempDir()
+	r := &rig{t: t, dir: dir, csv: filepath.Join(dir, "campaign.csv"), accepted: &syncBuffer{}}
+	var b strings.Builder
+	b.WriteString("phone,name,code\n")
+	for i := 0; i < rows; i++ {
+		fmt.Fprintf(&b, "%s,Name %d,C%d\n", samplePhone(i), i, i)
+	}
+	if err := os.WriteFile(r.csv, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r.cfg = cfg
+	r.startSandbox()
+	t.Cleanup(r.stopSandbox)
+	return r
+}
+
+// startSandbox starts a sandbox; its webhooks are appended to
+// webhooks.jsonl and what it accepts to r.accepted.
+func (r *rig) startSandbox() {
+	f, err := os.OpenFile(filepath.Join(r.dir, "webhooks.jsonl"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	r.webhooks, r.whw = f, bufio.NewWriter(f)
+	cfg := r.cfg
+	cfg.Token = "test-token"
+	cfg.Templates = []sandbox.Template{{Name: "welcome", BodyParams: 2}}
+	cfg.Accepted = r.accepted
+	cfg.Webhooks = r.whw
+	r.cfg.Seed++ // a new sandbox must not hand out the same wamids
+	r.sb = sandbox.New(cfg)
+	r.srv = httptest.NewServer(r.sb)
+	r.url = r.srv.URL
+}
+
+func (r *rig) stopSandbox() {
+	if r.srv == nil {
+		return
+	}
+	r.srv.Close()
+	r.sb.Close()
+	r.whw.Flush()
+	r.webhooks.Close()
+	r.srv = nil
+}
+
+func (r *rig) command(args ...string) *exec.Cmd {
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Dir = r.dir
+	cmd.Env = append(os.Environ(), "BULKSEND_TEST_MAIN=1", "BULKSEND_API_URL="+r.url, "WHATSAPP_TOKEN=test-token")
+	return cmd
+}
+
+func exitCodeOf(err error) int {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode()
+	}
+	if err != nil {
+		return -1
+	}
+	return 0
+}
+
+func (r *rig) counts() campaign.Counts {
+	st, err := store.Open(filepath.Join(r.dir, "campaign.bulksend.db"))
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	defer st.Close()
+	c, err := st.Counts(context.Background())
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return c
+}
+
+// acceptedRows returns, per campaign row, how many times the sandbox
+// accepted its message, and the wamid it gave.
+func (r *rig) acceptedRows() (map[int64]int, map[int64]string) {
+	n, wamids := map[int64]int{}, map[int64]string{}
+	for _, line := range strings.Split(strings.TrimSpace(r.accepted.String()), "\n") {
+		if line == "" {
+			continue
+		}
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			r.t.Fatalf("accepted record %q: %v", line, err)
+		}
+		cb, _ := rec["biz_opaque_callback_data"].(string)
+		_, row, ok := campaign.ParseCallbackData(cb)
+		if !ok {
+			r.t.Fatalf("accepted message without our callback data: %q", line)
+		}
+		n[row]++
+		wamids[row], _ = rec["wamid"].(string)
+	}
+	return n, wamids
+}
+
+var runArgs = []string{"run", "campaign.csv", "--from", "1000001,1000002", "--template", "welcome", "--rate", "400", "--request-timeout", "400ms"}
+
+// TestKillResume kills runs at random points with SIGKILL and resumes:
+// no recipient gets two messages, none is lost; rows the kills left in
+// doubt are settled by reconcile with the sandbox's webhook log.
+func TestKillResume(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kills child processes for several seconds")
+	}
+	const rows = 3000
+	r := newRig(t, rows, sandbox.Config{
+		Seed: 3, Rate: 400, PairInterval: -1,
+		Latency: 20 * time.Millisecond, Jitter: 15 * time.Millisecond,
+		TransientRate: 0.02, PermanentRate: 0.01, LateRate: 0.01, LateDelay: time.Second,
+	})
+	rng := rand.New(rand.NewPCG(1, 2))
+	kills := 0
+	for i := 0; i < 40; i++ {
+		cmd := r.command(append(runArgs, "--log-level", "info")...)
+		pipe, err := cmd.StderrPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		// The kill clock starts when sending starts, whatever the import took.
+		var stderr syncBuffer
+		sending := make(chan struct{})
+		scanned := make(chan struct{})
+		go func() {
+			defer close(scanned)
+			sc := bufio.NewScanner(pipe)
+			once := sync.OnceFunc(func() { close(sending) })
+			for sc.Scan() {
+				stderr.Write(append(sc.Bytes(), '\n'))
+				if strings.Contains(sc.Text(), "msg=sending") {
+					once()
+				}
+			}
+			once()
+		}()
+		done := make(chan error, 1)
+		go func() { <-scanned; done <- cmd.Wait() }()
+		<-sending
+		wait := time.Duration(50+rng.IntN(600)) * time.Millisecond
+		select {
+		case err := <-done:
+			code := exitCodeOf(err)
+			if code != ExitOK && code != ExitUnfinished {
+				t.Fatalf("run %d: exit %d\n%s", i, code, stderr.String())
+			}
+		case <-time.After(wait):
+			cmd.Process.Signal(syscall.SIGKILL)
+			<-done
+			kills++
+			continue
+		}
+		c := r.counts()
+		if c.Pending == 0 && c.Sending == 0 {
+			break // only rows in doubt are left
+		}
+	}
+	if kills < 3 {
+		t.Fatalf("only %d kills landed: the test proves little", kills)
+	}
+	c := r.counts()
+	if c.Pending != 0 || c.Sending != 0 {
+		t.Fatalf("after the runs: %+v", c)
+	}
+	t.Logf("%d kills; before reconcile: %+v", kills, c)
+
+	// Reconcile with everything the sandbox reported.
+	r.stopSandbox()
+	out, err := r.command("reconcile", "campaign.csv", "webhooks.jsonl", "--unmatched", "resend", "--grace", "0s").CombinedOutput()
+	if code := exitCodeOf(err); code != ExitOK {
+		t.Fatalf("reconcile: exit %d\n%s", code, out)
+	}
+	c = r.counts()
+	if c.InDoubt != 0 {
+		t.Fatalf("after reconcile: %+v", c)
+	}
+	t.Logf("after reconcile: %+v\n%s", c, out)
+
+	// Rows that no webhook showed sent are pending again: send them, to a
+	// sandbox that answers every request in time.
+	r.cfg.LateRate = 0
+	r.startSandbox()
+	out, err = r.command(append(runArgs, "--request-timeout", "10s")...).CombinedOutput()
+	if code := exitCodeOf(err); code != ExitOK {
+		t.Fatalf("final run: exit %d\n%s", code, out)
+	}
+	r.stopSandbox()
+	c = r.counts()
+	if c.Pending+c.Sending+c.InDoubt != 0 {
+		t.Fatalf("after the final run: %+v", c)
+	}
+
+	perRow, wamids := r.acceptedRows()
+	for row, n := range perRow {
+		if n > 1 {
+			t.Errorf("row %d was accepted %d times", row, n)
+		}
+	}
+	// Every row the sandbox accepted is settled with its wamid; every other
+	// row failed by an API answer.
+	st, err := store.Open(filepath.Join(r.dir, "campaign.bulksend.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	err = st.Export(context.Background(), func(e store.ExportRow) error {
+		if w, ok := wamids[e.Row]; ok {
+			if e.WAMID != w || !(e.Status == campaign.Sent || e.Status == campaign.Delivered || e.Status == campaign.Read || e.Status == campaign.Failed) {
+				t.Errorf("row %d accepted as %s but recorded %s %q", e.Row, w, e.Status, e.WAMID)
+			}
+			return nil
+		}
+		if !(e.Status == campaign.Failed && e.ErrorCode != 0) {
+			t.Errorf("row %d never accepted but recorded %s (%d %s)", e.Row, e.Status, e.ErrorCode, e.ErrorTitle)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(perRow) == 0 || len(perRow) > rows {
+		t.Errorf("%d rows accepted of %d", len(perRow), rows)
+	}
+}
+
+// TestInterruptDrains: SIGINT stops claiming, lets requests in flight
+// finish and records them, exits 3 with no row left sending; the next run
+// finishes the campaign without a duplicate.
+func TestInterruptDrains(t *testing.T) {
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		t.Run(sig.String(), func(t *testing.T) {
+			r := newRig(t, 600, sandbox.Config{Seed: 5, Rate: 200, PairInterval: -1, Latency: 150 * time.Millisecond})
+			cmd := r.command("run", "campaign.csv", "--from", "1000001", "--template", "welcome", "--rate", "200", "--log-level", "warn")
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			// Interrupt once requests are in flight.
+			for r.sb.Stats().Requests < 50 {
+				time.Sleep(5 * time.Millisecond)
+			}
+			cmd.Process.Signal(sig)
+			err := cmd.Wait()
+			if code := exitCodeOf(err); code != ExitUnfinished {
+				t.Fatalf("exit %d, want %d\n%s", code, ExitUnfinished, stderr.String())
+			}
+			c := r.counts()
+			if c.Sending != 0 || c.InDoubt != 0 {
+				t.Fatalf("after interrupt: %+v\n%s", c, stderr.String())
+			}
+			if acc := r.sb.Stats().Accepted; acc != c.Sent {
+				t.Fatalf("sandbox accepted %d, checkpoint says %d sent: an answer was not recorded", acc, c.Sent)
+			}
+			if c.Pending == 0 {
+				t.Fatalf("the interrupt came too late to test a drain: %+v", c)
+			}
+			if !strings.Contains(stderr.String(), "stopping") {
+				t.Errorf("no word of stopping on stderr:\n%s", stderr.String())
+			}
+			out, err := r.command("run", "campaign.csv", "--rate", "1000", "--log-level", "warn").CombinedOutput()
+			if code := exitCodeOf(err); code != ExitOK {
+				t.Fatalf("resume: exit %d\n%s", code, out)
+			}
+			if st := r.sb.Stats(); st.Duplicates != 0 || st.Accepted != 600 {
+				t.Fatalf("sandbox: %d accepted, %d duplicates; want 600, 0", st.Accepted, st.Duplicates)
+			}
+		})
+	}
+}
+
+// TestSecondInterruptAborts: a second signal ends the run at once.
+func TestSecondInterruptAborts(t *testing.T) {
+	r := newRig(t, 300, sandbox.Config{Seed: 5, Rate: 100, PairInterval: -1, Latency: 5 * time.Second})
+	cmd := r.command("run", "campaign.csv", "--from", "1000001", "--template", "welcome", "--rate", "100", "--log-level", "warn")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for r.sb.Stats().Requests < 10 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	start := time.Now()
+	cmd.Process.Signal(syscall.SIGINT)
+	time.Sleep(100 * time.Millisecond) // let the first signal land before the second
+	cmd.Process.Signal(syscall.SIGINT)
+	err := cmd.Wait()
+	if code := exitCodeOf(err); code != ExitUnfinished {
+		t.Fatalf("exit %d, want %d\n%s", code, ExitUnfinished, stderr.String())
+	}
+	if el := time.Since(start); el > 3*time.Second {
+		t.Fatalf("took %v to abort: requests in flight were waited for", el)
+	}
+	if !strings.Contains(stderr.String(), "aborted") {
+		t.Errorf("stderr: %s", stderr.String())
+	}
+	// The rows in flight are in doubt for the next run, not lost.
+	if c := r.counts(); c.Sending == 0 {
+		t.Fatalf("after abort: %+v: expected rows left sending", c)
+	}
+}

@@ -1,0 +1,118 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"encoding/csv"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/bulksend/bulksend/internal/store"
+)
+
+type exportOptions struct {
+	db  string
+	out string
+}
+
+func newExportCmd(ios *IO) *cobra.Command {
+	o := &exportOptions{}
+	cmd := &cobra.Command{
+		Use:   "export CAMPAIGN.csv | --db PATH [-o FILE]",
+		Short: "Write one CSV row per recipient with its final state",
+		Long: `Export writes one CSV row per recipient, in the campaign's row order, with the
+columns row, phone, from, status, attempts, wamid, error_code, error_title,
+updated_at, then id, line, reason, sent_at, delivered_at, read_at. Columns are
+only ever added at the end. Without -o it writes to stdout; with -o the file
+appears only when complete.`,
+		Args: checkpointArgs(&o.db),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runExport(cmd.Context(), ios, o)
+		},
+	}
+	cmd.Flags().StringVar(&o.db, "db", "", "checkpoint file (default: beside the CSV)")
+	cmd.Flags().StringVarP(&o.out, "output", "o", "", "write to FILE instead of stdout")
+	return cmd
+}
+
+var exportHeader = []string{"row", "phone", "from", "status", "attempts", "wamid", "error_code", "error_title", "updated_at",
+	"id", "line", "reason", "sent_at", "delivered_at", "read_at"}
+
+func runExport(ctx context.Context, ios *IO, o *exportOptions) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	st, err := openExisting(o.db)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if o.out == "" {
+		bw := bufio.NewWriter(ios.Out)
+		if err := writeExport(ctx, st, bw); err != nil {
+			return err
+		}
+		return bw.Flush()
+	}
+	// Write beside the target and rename, so a failed export leaves no half file.
+	tmp, err := os.CreateTemp(filepath.Dir(o.out), ".bulksend-export-*")
+	if err != nil {
+		return fmt.Errorf("export: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	bw := bufio.NewWriter(tmp)
+	if err := writeExport(ctx, st, bw); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := bw.Flush(); err != nil {
+		tmp.Close()
+		return fmt.Errorf("export: %w", err)
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return fmt.Errorf("export: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("export: %w", err)
+	}
+	if err := os.Chmod(tmp.Name(), 0o600); err != nil {
+		return fmt.Errorf("export: %w", err)
+	}
+	return os.Rename(tmp.Name(), o.out)
+}
+
+func writeExport(ctx context.Context, st *store.Store, w io.Writer) error {
+	cw := csv.NewWriter(w)
+	if err := cw.Write(exportHeader); err != nil {
+		return err
+	}
+	ts := func(t time.Time) string {
+		if t.IsZero() {
+			return ""
+		}
+		return t.UTC().Format(time.RFC3339)
+	}
+	rec := make([]string, len(exportHeader))
+	err := st.Export(ctx, func(r store.ExportRow) error {
+		code := ""
+		if r.ErrorCode != 0 {
+			code = strconv.Itoa(r.ErrorCode)
+		}
+		rec = append(rec[:0], strconv.FormatInt(r.Row, 10), r.Phone, r.Sender, string(r.Status), strconv.Itoa(r.Attempts),
+			r.WAMID, code, r.ErrorTitle, ts(r.UpdatedAt), r.ExtID, strconv.FormatInt(r.Line, 10), r.Reason,
+			ts(r.SentAt), ts(r.DeliveredAt), ts(r.ReadAt))
+		return cw.Write(rec)
+	})
+	if err != nil {
+		return err
+	}
+	cw.Flush()
+	return cw.Error()
+}

@@ -1,0 +1,106 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"golang.org/x/term"
+
+	"github.com/bulksend/bulksend/internal/campaign"
+	"github.com/bulksend/bulksend/internal/engine"
+)
+
+func isTerminal(f *os.File) bool { return term.IsTerminal(int(f.Fd())) }
+
+type progress struct {
+	done chan struct{}
+	exit chan struct{}
+}
+
+// startProgress shows how a run goes: a bar on a terminal, a plain line
+// every interval otherwise (cron mails and logs stay readable).
+func startProgress(ios *IO, eng *engine.Engine, start campaign.Counts, interval time.Duration) *progress {
+	p := &progress{done: make(chan struct{}), exit: make(chan struct{})}
+	total := start.Pending + start.InDoubt
+	var bar *progressbar.ProgressBar
+	tick := interval
+	if ios.isTerminal() {
+		bar = progressbar.NewOptions64(total,
+			progressbar.OptionSetWriter(ios.Err), // progressbar defaults to stdout, which is data
+			progressbar.OptionSetDescription("sending"),
+			progressbar.OptionShowCount(),
+			progressbar.OptionShowIts(),
+			progressbar.OptionSetItsString("msg"),
+			progressbar.OptionThrottle(200*time.Millisecond),
+			progressbar.OptionClearOnFinish(),
+		)
+		tick = 200 * time.Millisecond
+	}
+	go func() {
+		defer close(p.exit)
+		t := time.NewTicker(tick)
+		defer t.Stop()
+		for {
+			select {
+			case <-p.done:
+				if bar != nil {
+					bar.Finish()
+				}
+				return
+			case <-t.C:
+				s := eng.Stats()
+				settled := s.Sent + s.Failed
+				if bar != nil {
+					bar.Describe(fmt.Sprintf("sent %d · failed %d · retrying %d · in doubt %d", s.Sent, s.Failed, s.Retries, s.InDoubt))
+					bar.Set64(settled)
+					continue
+				}
+				fmt.Fprintln(ios.Err, progressLine(s, total, time.Now()))
+			}
+		}
+	}()
+	return p
+}
+
+func (p *progress) stop() {
+	close(p.done)
+	<-p.exit
+}
+
+func progressLine(s engine.Stats, total int64, now time.Time) string {
+	settled := s.Sent + s.Failed
+	el := now.Sub(s.Started).Seconds()
+	rate := 0.0
+	if el > 0 {
+		rate = float64(s.Sent+s.Failed+s.InDoubt) / el
+	}
+	eta := "-"
+	if rate > 0 && total > settled {
+		eta = (time.Duration(float64(total-settled)/rate) * time.Second).Round(time.Second).String()
+	}
+	pct := 100.0
+	if total > 0 {
+		pct = 100 * float64(settled) / float64(total)
+	}
+	return fmt.Sprintf("bulksend: progress: %d/%d (%.1f%%) · %.0f msg/s · sent %d · failed %d · retrying %d · throttled %d · in doubt %d · in flight %d · ETA %s",
+		settled, total, pct, rate, s.Sent, s.Failed, s.Retries, s.Throttled, s.InDoubt, s.InFlight, eta)
+}
+
+// printSummary prints the final counts; they always add up to the rows.
+func printSummary(ios *IO, c campaign.Counts, s engine.Stats) {
+	el := time.Since(s.Started)
+	rate := 0.0
+	if el > 0 {
+		rate = float64(s.Sent) / el.Seconds()
+	}
+	fmt.Fprintf(ios.Err, "bulksend: this run: %d accepted, %d failed, %d retries scheduled, %d throttled, %d in doubt, in %s (%.1f msg/s)\n",
+		s.Sent, s.Failed, s.Retries, s.Throttled, s.InDoubt, el.Round(time.Millisecond), rate)
+	fmt.Fprintf(ios.Err, "bulksend: campaign: %s\n", countsLine(c))
+}
+
+func countsLine(c campaign.Counts) string {
+	return fmt.Sprintf("%d rows = %d sent + %d delivered + %d read + %d failed + %d skipped + %d pending + %d sending + %d in doubt",
+		c.Total, c.Sent, c.Delivered, c.Read, c.Failed, c.Skipped, c.Pending, c.Sending, c.InDoubt)
+}

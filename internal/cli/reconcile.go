@@ -1,0 +1,164 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/bulksend/bulksend/internal/campaign"
+	"github.com/bulksend/bulksend/internal/reconcile"
+	"github.com/bulksend/bulksend/internal/store"
+)
+
+type reconcileOptions struct {
+	db        string
+	logs      []string
+	unmatched string
+	grace     time.Duration
+	json      bool
+}
+
+func newReconcileCmd(ios *IO, logger func() (*slog.Logger, error)) *cobra.Command {
+	o := &reconcileOptions{}
+	cmd := &cobra.Command{
+		Use:   "reconcile CAMPAIGN.csv|--db PATH LOGFILE... [flags]",
+		Short: "Settle rows in doubt and record delivered/read from exported status-webhook logs",
+		Long: `Reconcile reads status webhooks exported from your webhook receiver (one Meta
+webhook body per line, or a JSON array of bodies; .gz read transparently; "-"
+is stdin) and applies them to the checkpoint: statuses match rows by
+biz_opaque_callback_data, else by wamid; they apply monotonically
+(sent < delivered < read), so duplicates and any order give the same result.
+
+A row in doubt that a webhook shows was sent is never resent. Rows still in
+doubt afterwards get the --unmatched policy once their last attempt is older
+than --grace: hold (default) keeps them in doubt, resend makes them pending
+for the next run (may duplicate), fail fails them (may miss).
+
+Running it again with the same logs changes nothing.
+
+Exit status: 0 done and no row in doubt; 1 error; 2 usage; 3 rows still in
+doubt; 4 a run holds the checkpoint.`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if o.db == "" {
+				if len(args) < 2 {
+					return usagef("e.g. 'bulksend reconcile campaign.csv webhooks.jsonl'", "reconcile takes the campaign CSV (or --db) and one or more webhook logs")
+				}
+				o.db, args = dbPath(args[0]), args[1:]
+			}
+			if len(args) == 0 {
+				return usagef("e.g. 'bulksend reconcile --db campaign.bulksend.db webhooks.jsonl.gz'", "name one or more webhook logs")
+			}
+			o.logs = args
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			log, err := logger()
+			if err != nil {
+				return err
+			}
+			return runReconcile(cmd.Context(), ios, o, log)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.db, "db", "", "checkpoint file (default: beside the CSV)")
+	f.StringVar(&o.unmatched, "unmatched", "hold", "rows still in doubt: hold, resend (may duplicate) or fail (may miss)")
+	f.DurationVar(&o.grace, "grace", time.Hour, "apply --unmatched only to rows whose last attempt is older than this (webhooks can be late)")
+	f.BoolVar(&o.json, "json", false, "print the summary as one JSON object on stdout")
+	return cmd
+}
+
+func runReconcile(ctx context.Context, ios *IO, o *reconcileOptions, log *slog.Logger) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	policy, err := campaign.ParsePolicy(o.unmatched)
+	if err != nil {
+		return usagef("", "invalid --unmatched: %w", err)
+	}
+	lock, err := store.Acquire(o.db, "reconcile")
+	if err != nil {
+		return err
+	}
+	defer lock.Release()
+	st, err := openExisting(o.db)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	s, err := st.Settings(ctx)
+	if err != nil {
+		return err
+	}
+	senders := s.Senders
+	if len(senders) == 0 {
+		r, err := st.Report(ctx, time.Now())
+		if err != nil {
+			return err
+		}
+		for _, sc := range r.BySender {
+			senders = append(senders, sc.Sender)
+		}
+	}
+	sum, err := reconcile.Run(ctx, st, o.logs, ios.In, reconcile.Options{
+		CampaignID: s.CampaignID, Senders: senders, Unmatched: policy, Grace: o.grace,
+		MaxAttempts: s.MaxAttempts, Now: time.Now,
+	})
+	if err != nil {
+		return err
+	}
+	counts, err := st.Counts(ctx)
+	if err != nil {
+		return err
+	}
+	if o.json {
+		if err := json.NewEncoder(ios.Out).Encode(sum); err != nil {
+			return err
+		}
+	} else {
+		printReconcile(ios, sum, counts)
+	}
+	if counts.InDoubt > 0 {
+		return &unfinishedError{
+			reason: fmt.Sprintf("unfinished: %d rows still in doubt", counts.InDoubt),
+			hint:   "add later webhook logs, or decide with --unmatched resend|fail (after --grace)",
+		}
+	}
+	return nil
+}
+
+func printReconcile(ios *IO, s reconcile.Summary, c campaign.Counts) {
+	w := ios.Err
+	fmt.Fprintf(w, "bulksend: reconcile: %d events read: %d matched (%d applied), %d foreign, %d not statuses, %d invalid, %d unknown status values\n",
+		s.Events, s.Matched, s.Applied, s.Foreign, s.NotStatus, s.Invalid, s.Unknown)
+	if len(s.FirstInvalidLines) > 0 {
+		lines := make([]string, len(s.FirstInvalidLines))
+		for i, l := range s.FirstInvalidLines {
+			lines[i] = fmt.Sprint(l)
+		}
+		fmt.Fprintf(w, "bulksend: reconcile: first invalid lines: %s\n", strings.Join(lines, ", "))
+	}
+	if len(s.Settled) > 0 {
+		keys := make([]string, 0, len(s.Settled))
+		for k := range s.Settled {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		parts := make([]string, len(keys))
+		for i, k := range keys {
+			parts[i] = fmt.Sprintf("%s %d", k, s.Settled[k])
+		}
+		fmt.Fprintf(w, "bulksend: reconcile: rows in doubt settled: %s\n", strings.Join(parts, ", "))
+	}
+	if s.Changed == 0 {
+		fmt.Fprintf(w, "bulksend: reconcile: nothing changed: these logs were applied before\n")
+	} else {
+		fmt.Fprintf(w, "bulksend: reconcile: %d rows changed, %d still in doubt\n", s.Changed, s.StillInDoubt)
+	}
+	fmt.Fprintf(w, "bulksend: campaign: %s\n", countsLine(c))
+}

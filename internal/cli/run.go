@@ -1,0 +1,516 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash"
+	"hash/fnv"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/bulksend/bulksend/internal/campaign"
+	"github.com/bulksend/bulksend/internal/csvin"
+	"github.com/bulksend/bulksend/internal/engine"
+	"github.com/bulksend/bulksend/internal/store"
+	"github.com/bulksend/bulksend/internal/whatsapp"
+)
+
+type runOptions struct {
+	csv            string
+	from           []string
+	template       string
+	lang           string
+	rate           float64
+	concurrency    int
+	db             string
+	apiURL         string
+	apiVersion     string
+	maxAttempts    int
+	requestTimeout time.Duration
+	inDoubt        string
+	inDoubtGrace   time.Duration
+	exclude        string
+	region         string
+	tokenFile      string
+	dryRun         bool
+	sandbox        bool
+	json           bool
+	progressEvery  time.Duration
+
+	changed func(flag string) bool
+	log     *slog.Logger
+}
+
+func newRunCmd(ios *IO, logger func() (*slog.Logger, error)) *cobra.Command {
+	o := &runOptions{}
+	cmd := &cobra.Command{
+		Use:   "run CAMPAIGN.csv [flags]",
+		Short: "Send a template message to every recipient of a CSV, resuming where the last run stopped",
+		Long: `Run loads the CSV into a checkpoint beside it (CAMPAIGN.bulksend.db) and sends
+one template message per recipient, paced per sender number. Run the same
+command again to resume: settings given on the first run are kept in the
+checkpoint; --rate, --concurrency and --max-attempts may change later runs.
+
+The CSV needs a header row with a "phone" column; optional "from" (sender
+phone-number ID) and "id" columns; every other column is a body parameter of
+the template, in header order.
+
+The access token is read from WHATSAPP_TOKEN or --token-file, never from a
+flag value, and is never written anywhere.
+
+` + exitCodesHelp,
+		Example: `  bulksend run campaign.csv --from 106540352242922 --template spring_sale --lang en_US
+  bulksend run campaign.csv                      # resume
+  bulksend run demo.csv --sandbox --template welcome --from 1000001   # no Meta account needed`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return usagef("name one CSV file, e.g. 'bulksend run campaign.csv'", "run takes one CAMPAIGN.csv argument, got %d", len(args))
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.csv = args[0]
+			o.changed = func(name string) bool { return cmd.Flags().Changed(name) }
+			log, err := logger()
+			if err != nil {
+				return err
+			}
+			o.log = log
+			return runRun(cmd.Context(), ios, o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringSliceVar(&o.from, "from", nil, "sender phone-number IDs, comma-separated; each recipient sticks to one (unless the CSV has a from column)")
+	f.StringVar(&o.template, "template", "", "template name (required on the first run)")
+	f.StringVar(&o.lang, "lang", "en_US", "template language code")
+	f.Float64Var(&o.rate, "rate", 80, "messages per second per sender number (Meta: 80 by default, up to 1000)")
+	f.IntVar(&o.concurrency, "concurrency", 0, "requests in flight (default: rate × observed latency)")
+	f.StringVar(&o.db, "db", "", "checkpoint file (default: beside the CSV, CAMPAIGN.bulksend.db)")
+	f.StringVar(&o.apiURL, "api-url", "", "API base URL (default https://graph.facebook.com, or $BULKSEND_API_URL)")
+	f.StringVar(&o.apiVersion, "api-version", whatsapp.DefaultVersion, "Graph API version in the path")
+	f.IntVar(&o.maxAttempts, "max-attempts", 5, "attempts per recipient before it is failed")
+	f.DurationVar(&o.requestTimeout, "request-timeout", 30*time.Second, "timeout of one request; a request that times out leaves its row in doubt")
+	f.StringVar(&o.inDoubt, "in-doubt", "hold", "rows whose outcome is unknown: hold (until reconcile), resend (may duplicate) or fail (may miss)")
+	f.DurationVar(&o.inDoubtGrace, "in-doubt-grace", 0, "apply --in-doubt only to rows whose last attempt is older than this")
+	f.StringVar(&o.exclude, "exclude", "", "suppression list (one phone per line, or a CSV with a phone column): those rows are skipped")
+	f.StringVar(&o.region, "default-region", "", "region (ISO 3166 code, e.g. GB) for numbers written without a country code")
+	f.StringVar(&o.tokenFile, "token-file", "", "read the access token from this file instead of WHATSAPP_TOKEN")
+	f.BoolVar(&o.dryRun, "dry-run", false, "import and validate, print the plan and an estimate; send nothing, keep no checkpoint")
+	f.BoolVar(&o.sandbox, "sandbox", false, "send to an in-process sandbox API instead of Meta (no account needed); webhooks go to CAMPAIGN.webhooks.jsonl")
+	f.BoolVar(&o.json, "json", false, "print the final counts as one JSON object on stdout")
+	f.DurationVar(&o.progressEvery, "progress-interval", 5*time.Second, "how often to print a progress line when stderr is not a terminal")
+	return cmd
+}
+
+// errCSVChanged refuses a CSV that differs from the one imported.
+var errCSVChanged = errors.New("the CSV changed since this checkpoint was made")
+
+func runRun(ctx context.Context, ios *IO, o *runOptions) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if err := o.validate(); err != nil {
+		return err
+	}
+	if _, err := os.Stat(o.csv); err != nil {
+		return usagef("", "campaign file: %w", err)
+	}
+	db := o.db
+	if db == "" {
+		db = dbPath(o.csv)
+	}
+	if o.dryRun {
+		if _, err := os.Stat(db); err != nil {
+			// Plan without leaving a checkpoint behind.
+			dir, err := os.MkdirTemp("", "bulksend-dry-run-")
+			if err != nil {
+				return err
+			}
+			defer os.RemoveAll(dir)
+			db = filepath.Join(dir, "plan.db")
+		}
+	}
+	token, err := o.token(ios)
+	if err != nil {
+		return err
+	}
+
+	lock, err := store.Acquire(db, "run")
+	if err != nil {
+		return err
+	}
+	defer lock.Release()
+	st, err := store.Open(db)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+
+	settings, err := o.settings(ctx, ios, st)
+	if err != nil {
+		return err
+	}
+	if o.exclude != "" {
+		n, err := excludeFile(ctx, st, o.exclude, settings.DefaultRegion, o.log)
+		if err != nil {
+			return err
+		}
+		if n > 0 {
+			o.log.Info("suppression list applied", "rows_skipped", n)
+		}
+	}
+	now := time.Now()
+	if n, err := st.RecoverSending(ctx, now); err != nil {
+		return err
+	} else if n > 0 {
+		o.log.Warn("the last run ended while sending: those rows are in doubt", "rows", n)
+	}
+	policy, _ := campaign.ParsePolicy(o.inDoubt)
+	if n, err := st.ApplyPolicy(ctx, policy, now.Add(-o.inDoubtGrace), now, settings.MaxAttempts); err != nil {
+		return err
+	} else if n > 0 {
+		o.log.Warn("applied the in-doubt policy", "policy", policy, "rows", n)
+	}
+	counts, err := st.Counts(ctx)
+	if err != nil {
+		return err
+	}
+	if o.dryRun {
+		return printPlan(ios, st, settings, counts)
+	}
+
+	apiURL := o.apiURL
+	if apiURL == "" {
+		apiURL = ios.Getenv("BULKSEND_API_URL")
+	}
+	if apiURL == "" {
+		apiURL = "https://graph.facebook.com"
+	}
+	timeout := o.requestTimeout
+	if o.sandbox {
+		sb, err := startSandbox(ios, o, settings, webhookLogPath(db))
+		if err != nil {
+			return err
+		}
+		defer sb.stop()
+		apiURL, token = sb.url, sb.token
+		if !o.changed("request-timeout") {
+			timeout = sandboxRequestTimeout
+		}
+	}
+
+	senders, err := st.Senders(ctx)
+	if err != nil {
+		return err
+	}
+	conc := settings.Concurrency
+	client := &whatsapp.Client{
+		BaseURL: apiURL, Version: o.apiVersion, Token: token, Timeout: timeout,
+		HTTP: whatsapp.NewHTTPClient(max(conc, int(settings.Rate*float64(len(senders))))),
+	}
+	eng := engine.New(engine.Config{
+		Store: st, Sender: client, Senders: senders, CampaignID: settings.CampaignID,
+		Template: settings.Template, Lang: settings.Lang, Rate: settings.Rate,
+		Concurrency: conc, MaxAttempts: settings.MaxAttempts, Log: o.log,
+	})
+
+	runCtx, stop := signalContext(ios, o.log)
+	defer stop()
+	go func() { // a parent cancel (tests) acts like a first interrupt
+		select {
+		case <-ctx.Done():
+			stop()
+		case <-runCtx.Done():
+		}
+	}()
+	o.log.Info("sending", "rows", counts.Pending, "senders", len(senders), "rate_per_sender", settings.Rate, "api", apiURL)
+	prog := startProgress(ios, eng, counts, o.progressEvery)
+	runErr := eng.Run(runCtx)
+	prog.stop()
+
+	final, err := st.Counts(context.Background())
+	if err != nil {
+		return err
+	}
+	printSummary(ios, final, eng.Stats())
+	if o.json {
+		if err := json.NewEncoder(ios.Out).Encode(final); err != nil {
+			return err
+		}
+	}
+	if runErr != nil && !errors.Is(runErr, context.Canceled) {
+		return runErr
+	}
+	return unfinished(ctx, st, final, runErr != nil, o.csv)
+}
+
+func (o *runOptions) validate() error {
+	if o.rate < 0 || o.rate > 1000 {
+		return usagef("Meta allows 80 messages/s per number by default and at most 1000", "invalid --rate %v: want 0 to 1000 (0: no limit)", o.rate)
+	}
+	if o.concurrency < 0 {
+		return usagef("", "invalid --concurrency %d", o.concurrency)
+	}
+	if o.maxAttempts < 1 {
+		return usagef("", "invalid --max-attempts %d: want 1 or more", o.maxAttempts)
+	}
+	if o.requestTimeout <= 0 {
+		return usagef("", "invalid --request-timeout %v", o.requestTimeout)
+	}
+	if _, err := campaign.ParsePolicy(o.inDoubt); err != nil {
+		return usagef("", "invalid --in-doubt: %w", err)
+	}
+	for _, f := range o.from {
+		if f == "" || strings.Trim(f, "0123456789") != "" {
+			return usagef("--from takes the phone-number IDs shown in WhatsApp Manager (digits), not phone numbers", "invalid --from %q", f)
+		}
+	}
+	return nil
+}
+
+// token reads the access token. It is never taken from a flag value, so
+// it never shows in ps or shell history.
+func (o *runOptions) token(ios *IO) (string, error) {
+	if o.sandbox || o.dryRun {
+		return "", nil
+	}
+	if o.tokenFile != "" {
+		b, err := os.ReadFile(o.tokenFile)
+		if err != nil {
+			return "", usagef("", "read --token-file: %w", err)
+		}
+		if t := strings.TrimSpace(string(b)); t != "" {
+			return t, nil
+		}
+		return "", usagef("", "--token-file %s is empty", o.tokenFile)
+	}
+	if t := strings.TrimSpace(ios.Getenv("WHATSAPP_TOKEN")); t != "" {
+		return t, nil
+	}
+	return "", usagef("export WHATSAPP_TOKEN=… or pass --token-file FILE (or try --sandbox)", "no access token")
+}
+
+// settings returns the campaign's settings: imported now on the first run,
+// checked against the flags on later ones.
+func (o *runOptions) settings(ctx context.Context, ios *IO, st *store.Store) (store.Settings, error) {
+	s, err := st.Settings(ctx)
+	if errors.Is(err, store.ErrNoSettings) {
+		return o.importCSV(ctx, st)
+	}
+	if err != nil {
+		return s, err
+	}
+	sum, size, err := hashFile(o.csv)
+	if err != nil {
+		return s, err
+	}
+	if sum != s.CSVHash || size != s.CSVSize {
+		return s, &usageError{err: fmt.Errorf("%w (%s)", errCSVChanged, st.Path()),
+			hint: "a checkpoint belongs to one list: restore the original CSV, or start a new campaign with another --db"}
+	}
+	fixed := []struct {
+		flag, was, now string
+	}{
+		{"template", s.Template, o.template},
+		{"lang", s.Lang, o.lang},
+		{"from", strings.Join(s.Senders, ","), strings.Join(o.from, ",")},
+		{"default-region", s.DefaultRegion, o.region},
+	}
+	for _, f := range fixed {
+		if o.changed(f.flag) && f.now != f.was {
+			return s, usagef("drop --"+f.flag+" to resume with the stored value, or start a new campaign with another --db",
+				"--%s %q differs from this campaign's %q: it cannot change once sending started", f.flag, f.now, f.was)
+		}
+	}
+	changed := false
+	if o.changed("rate") && o.rate != s.Rate {
+		s.Rate, changed = o.rate, true
+	}
+	if o.changed("concurrency") && o.concurrency != s.Concurrency {
+		s.Concurrency, changed = o.concurrency, true
+	}
+	if o.changed("max-attempts") && o.maxAttempts != s.MaxAttempts {
+		s.MaxAttempts, changed = o.maxAttempts, true
+	}
+	if changed {
+		if err := st.SaveSettings(ctx, s); err != nil {
+			return s, err
+		}
+	}
+	return s, nil
+}
+
+func (o *runOptions) importCSV(ctx context.Context, st *store.Store) (store.Settings, error) {
+	if o.template == "" {
+		return store.Settings{}, usagef("name the approved template, e.g. --template spring_sale", "--template is required on the first run")
+	}
+	f, err := os.Open(o.csv)
+	if err != nil {
+		return store.Settings{}, usagef("", "campaign file: %w", err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	counter := &countingWriter{w: h}
+	rd, err := csvin.NewReader(bufio.NewReaderSize(io.TeeReader(f, counter), 1<<16), csvin.Options{DefaultRegion: o.region})
+	if err != nil {
+		return store.Settings{}, fmt.Errorf("%s: %w", o.csv, err)
+	}
+	if !rd.HasFrom() && len(o.from) == 0 {
+		return store.Settings{}, usagef("pass --from with your sender phone-number ID(s), or add a from column to the CSV", "no sender: --from is required when the CSV has no from column")
+	}
+	id, err := newCampaignID()
+	if err != nil {
+		return store.Settings{}, err
+	}
+	s := store.Settings{
+		CampaignID: id, Template: o.template, Lang: o.lang, Senders: o.from, Rate: o.rate,
+		Concurrency: o.concurrency, MaxAttempts: o.maxAttempts, DefaultRegion: o.region,
+		Params: rd.Params(), CreatedAt: time.Now().UTC(),
+	}
+	var row int64
+	next := func() (store.Row, error) {
+		rec, err := rd.Next()
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return store.Row{}, io.EOF
+			}
+			return store.Row{}, fmt.Errorf("%s: %w", o.csv, err)
+		}
+		row++
+		r := store.Row{Row: row, Line: rec.Line, ExtID: rec.ID, Phone: rec.Phone, Params: rec.Params, Sender: rec.From}
+		if rec.Invalid != "" {
+			r.Phone, r.Skip = rec.RawPhone, rec.Invalid
+		}
+		if r.Sender == "" {
+			r.Sender = assign(r.Phone, o.from)
+		}
+		if r.Sender == "" && r.Skip == "" {
+			r.Skip = "no sender: the from column is empty and no --from was given"
+		}
+		return r, nil
+	}
+	start := time.Now()
+	n, err := st.Import(ctx, next, func() store.Settings {
+		s.CSVHash, s.CSVSize = hex.EncodeToString(h.Sum(nil)), counter.n
+		return s
+	})
+	if err != nil {
+		return s, err
+	}
+	o.log.Info("imported", "rows", n, "took", time.Since(start).Round(time.Millisecond), "checkpoint", st.Path())
+	return s, nil
+}
+
+// assign picks a sender for phone: a stable hash, so a recipient keeps
+// its sender across runs and machines.
+func assign(phone string, senders []string) string {
+	if len(senders) == 0 {
+		return ""
+	}
+	h := fnv.New32a()
+	h.Write([]byte(phone))
+	return senders[h.Sum32()%uint32(len(senders))]
+}
+
+type countingWriter struct {
+	w hash.Hash
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	c.n += int64(len(p))
+	return c.w.Write(p)
+}
+
+func hashFile(path string) (string, int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", 0, usagef("", "campaign file: %w", err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	n, err := io.Copy(h, f)
+	if err != nil {
+		return "", 0, fmt.Errorf("read %s: %w", path, err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), n, nil
+}
+
+func newCampaignID() (string, error) {
+	b := make([]byte, 6)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(b), nil
+}
+
+func excludeFile(ctx context.Context, st *store.Store, path, region string, log *slog.Logger) (int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, usagef("", "--exclude: %w", err)
+	}
+	defer f.Close()
+	lr := csvin.NewListReader(bufio.NewReader(f), region)
+	bad := 0
+	n, err := st.Exclude(ctx, func() (string, error) {
+		for {
+			phone, line, err := lr.Next()
+			if err == nil || errors.Is(err, io.EOF) {
+				return phone, err
+			}
+			var lerr *csvin.LineError
+			if !errors.As(err, &lerr) {
+				return "", fmt.Errorf("--exclude %s: %w", path, err)
+			}
+			if bad++; bad <= 5 {
+				log.Warn("suppression list: unusable phone ignored", "file", path, "line", line, "err", err)
+			}
+		}
+	})
+	return n, err
+}
+
+func webhookLogPath(db string) string {
+	return strings.TrimSuffix(db, ".bulksend.db") + ".webhooks.jsonl"
+}
+
+// unfinished returns nil when the campaign is finished, else the reason
+// to run again (exit 3).
+func unfinished(ctx context.Context, st *store.Store, c campaign.Counts, interrupted bool, csvPath string) error {
+	if !c.Unfinished() && !interrupted {
+		return nil
+	}
+	var why []string
+	hint := "run the same command again to resume"
+	if interrupted {
+		why = append(why, "interrupted")
+	}
+	if c.Pending > 0 {
+		p := fmt.Sprintf("%d rows pending", c.Pending)
+		if t, ok, err := st.NextDue(ctx, ""); err == nil && ok && t.After(time.Now()) {
+			p += " (next retry due " + t.Format(time.RFC3339) + ")"
+			hint = "run the same command again after " + t.Format(time.RFC3339)
+		}
+		why = append(why, p)
+	}
+	if c.InDoubt > 0 {
+		why = append(why, fmt.Sprintf("%d rows in doubt", c.InDoubt))
+		hint = fmt.Sprintf("settle rows in doubt from your webhook logs: bulksend reconcile %s LOGFILE…; or run again with --in-doubt resend (may duplicate) or --in-doubt fail", csvPath)
+	}
+	if c.Sending > 0 {
+		why = append(why, fmt.Sprintf("%d rows sending", c.Sending))
+	}
+	return &unfinishedError{reason: "unfinished: " + strings.Join(why, ", "), hint: hint}
+}

@@ -1,0 +1,244 @@
+package cli
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/bulksend/bulksend/internal/sandbox"
+	"github.com/bulksend/bulksend/internal/store"
+)
+
+// sandboxRequestTimeout is run --sandbox's request timeout: long enough
+// for its latency, short enough that a demo's late answers (in doubt) do
+// not hold the end of the run for long.
+const sandboxRequestTimeout = 5 * time.Second
+
+// demoSandbox is the realistic sandbox of run --sandbox: Meta's default
+// throughput, a little of every kind of trouble.
+func demoSandbox() sandbox.Config {
+	return sandbox.Config{
+		Seed: 1, Rate: 80,
+		Latency: 120 * time.Millisecond, Jitter: 80 * time.Millisecond,
+		TransientRate: 0.01, PermanentRate: 0.01, LateRate: 0.003, LateDelay: 2 * sandboxRequestTimeout,
+		FailRate: 0.02, ReadRate: 0.6, DuplicateRate: 0.05, ReorderRate: 0.05,
+	}
+}
+
+type runningSandbox struct {
+	url, token string
+	stop       func()
+}
+
+// startSandbox serves the sandbox in this process on 127.0.0.1, its
+// webhooks appended to webhookLog.
+func startSandbox(ios *IO, o *runOptions, s store.Settings, webhookLog string) (*runningSandbox, error) {
+	f, err := os.OpenFile(webhookLog, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox webhook log: %w", err)
+	}
+	bw := bufio.NewWriterSize(f, 1<<16)
+	cfg := demoSandbox()
+	cfg.Token = "sandbox-token"
+	cfg.Templates = []sandbox.Template{{Name: s.Template, Languages: []string{s.Lang}, BodyParams: len(s.Params)}}
+	cfg.Webhooks = bw
+	srv := sandbox.New(cfg)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("sandbox: %w", err)
+	}
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
+	go hs.Serve(l)
+	o.log.Info("sending to the in-process sandbox (nothing leaves this machine)", "webhook_log", webhookLog)
+	return &runningSandbox{
+		url:   "http://" + l.Addr().String(),
+		token: cfg.Token,
+		stop: func() {
+			hs.Close()
+			srv.Close()
+			bw.Flush()
+			f.Close()
+			st := srv.Stats()
+			o.log.Info("sandbox", "requests", st.Requests, "accepted", st.Accepted, "throttled", st.Throttled,
+				"duplicates", st.Duplicates, "max_per_second", st.MaxPerSecond)
+		},
+	}, nil
+}
+
+type sandboxOptions struct {
+	listen      string
+	templates   []string
+	numberRates []string
+	numbers     []string
+	webhooks    string
+	accepted    string
+	cfg         sandbox.Config
+}
+
+func newSandboxCmd(ios *IO, logger func() (*slog.Logger, error)) *cobra.Command {
+	o := &sandboxOptions{cfg: demoSandbox()}
+	cmd := &cobra.Command{
+		Use:   "sandbox [flags]",
+		Short: "Serve a fake WhatsApp Cloud API on 127.0.0.1 to rehearse a campaign",
+		Long: `Sandbox serves a realistic fake of the Cloud API's send endpoint,
+POST /{version}/{phone-number-id}/messages, until interrupted. It checks the
+bearer token and the template registry, enforces per-number throughput over a
+sliding one-second window (130429) and the pair rate limit (131056), adds
+latency, injects transient, permanent and late answers, and writes status
+webhooks as Meta sends them. Point a run at it with the line it prints:
+
+  BULKSEND_API_URL=http://127.0.0.1:PORT WHATSAPP_TOKEN=anything bulksend run …
+
+GET /_sandbox/stats shows its counters (requests, accepted, throttled, the
+largest one-second window per number, duplicates); they are printed as JSON
+on stdout when it stops. Outcomes are deterministic for a given --seed.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			log, err := logger()
+			if err != nil {
+				return err
+			}
+			return runSandbox(ios, o, log)
+		},
+	}
+	f := cmd.Flags()
+	c := &o.cfg
+	f.StringVar(&o.listen, "listen", "127.0.0.1:0", "address to listen on (port 0: any free port)")
+	f.Int64Var(&c.Seed, "seed", c.Seed, "seed for outcomes: the same seed gives the same outcomes")
+	f.StringVar(&c.Token, "token", "", "the bearer token accepted (empty: any non-empty token)")
+	f.StringVar(&c.ExpiredToken, "expired-token", "expired", "a token that answers 190 (expired), to rehearse that")
+	f.StringArrayVar(&o.templates, "template", nil, "approved template NAME:BODY_PARAMS[:LANG,LANG…] (repeatable; none: any template)")
+	f.StringSliceVar(&o.numbers, "phone-number-id", nil, "sender phone-number IDs that exist (empty: any)")
+	f.Float64Var(&c.Rate, "rate", c.Rate, "messages/s allowed per number over a sliding second (negative: no limit)")
+	f.StringArrayVar(&o.numberRates, "number-rate", nil, "per-number rate ID=N (repeatable)")
+	f.DurationVar(&c.PairInterval, "pair-interval", 6*time.Second, "pair rate limit: one message per recipient per interval (negative: off)")
+	f.DurationVar(&c.Latency, "latency", c.Latency, "answer latency")
+	f.DurationVar(&c.Jitter, "jitter", c.Jitter, "± uniform jitter on the latency")
+	f.Float64Var(&c.TransientRate, "transient-rate", c.TransientRate, "fraction answered 131000, 131016 or 503")
+	f.Float64Var(&c.PermanentRate, "permanent-rate", c.PermanentRate, "fraction answered 131026 (undeliverable)")
+	f.Float64Var(&c.LateRate, "late-rate", c.LateRate, "fraction accepted but answered after --late-delay (client times out: in doubt)")
+	f.DurationVar(&c.LateDelay, "late-delay", 60*time.Second, "how late a late answer comes")
+	f.Float64Var(&c.FailRate, "fail-rate", c.FailRate, "fraction of accepted messages whose webhooks end failed")
+	f.Float64Var(&c.ReadRate, "read-rate", c.ReadRate, "fraction of delivered messages also read")
+	f.Float64Var(&c.DuplicateRate, "duplicate-rate", c.DuplicateRate, "fraction of messages with a duplicated webhook")
+	f.Float64Var(&c.ReorderRate, "reorder-rate", c.ReorderRate, "fraction of messages whose webhooks come out of order")
+	f.StringVar(&o.webhooks, "webhooks", "", "append status webhooks to FILE, one JSON body per line")
+	f.StringVar(&c.WebhookURL, "webhook-url", "", "POST status webhooks to this URL")
+	f.StringVar(&c.AppSecret, "app-secret", "", "sign POSTed webhooks with X-Hub-Signature-256 using this secret")
+	f.StringVar(&o.accepted, "accepted", "", "append a record of every accepted message to FILE")
+	return cmd
+}
+
+func runSandbox(ios *IO, o *sandboxOptions, log *slog.Logger) error {
+	cfg := o.cfg
+	cfg.PhoneNumberIDs = o.numbers
+	for _, t := range o.templates {
+		tpl, err := parseTemplate(t)
+		if err != nil {
+			return err
+		}
+		cfg.Templates = append(cfg.Templates, tpl)
+	}
+	for _, r := range o.numberRates {
+		id, v, ok := strings.Cut(r, "=")
+		n, err := strconv.ParseFloat(v, 64)
+		if !ok || err != nil {
+			return usagef("e.g. --number-rate 106540352242922=1000", "invalid --number-rate %q", r)
+		}
+		if cfg.Rates == nil {
+			cfg.Rates = map[string]float64{}
+		}
+		cfg.Rates[id] = n
+	}
+	for _, p := range []struct {
+		flag string
+		v    float64
+	}{{"transient-rate", cfg.TransientRate}, {"permanent-rate", cfg.PermanentRate}, {"late-rate", cfg.LateRate}, {"fail-rate", cfg.FailRate}, {"read-rate", cfg.ReadRate}, {"duplicate-rate", cfg.DuplicateRate}, {"reorder-rate", cfg.ReorderRate}} {
+		if p.v < 0 || p.v > 1 {
+			return usagef("", "invalid --%s %v: want a fraction from 0 to 1", p.flag, p.v)
+		}
+	}
+	var closers []func() error
+	defer func() {
+		for _, c := range closers {
+			c()
+		}
+	}()
+	open := func(path string) (*bufio.Writer, error) {
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+		if err != nil {
+			return nil, err
+		}
+		bw := bufio.NewWriterSize(f, 1<<16)
+		closers = append(closers, func() error { bw.Flush(); return f.Close() })
+		return bw, nil
+	}
+	if o.webhooks != "" {
+		w, err := open(o.webhooks)
+		if err != nil {
+			return fmt.Errorf("--webhooks: %w", err)
+		}
+		cfg.Webhooks = w
+	}
+	if o.accepted != "" {
+		w, err := open(o.accepted)
+		if err != nil {
+			return fmt.Errorf("--accepted: %w", err)
+		}
+		cfg.Accepted = w
+	}
+	l, err := net.Listen("tcp", o.listen)
+	if err != nil {
+		return usagef("", "--listen: %w", err)
+	}
+	if ip := l.Addr().(*net.TCPAddr).IP; !ip.IsLoopback() {
+		log.Warn("the sandbox listens beyond this machine", "addr", l.Addr().String())
+	}
+	srv := sandbox.New(cfg)
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
+	fmt.Fprintf(ios.Err, "bulksend: sandbox listening; point a run at it with:\n  BULKSEND_API_URL=http://%s\n", l.Addr().String())
+	ctx, stop := signalContext(ios, log)
+	defer stop()
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(l) }()
+	select {
+	case <-ctx.Done():
+	case err := <-served:
+		if !errors.Is(err, http.ErrServerClosed) {
+			return fmt.Errorf("sandbox: %w", err)
+		}
+	}
+	hs.Close()
+	srv.Close()
+	enc := json.NewEncoder(ios.Out)
+	enc.SetIndent("", "  ")
+	return enc.Encode(srv.Stats())
+}
+
+// parseTemplate parses NAME:BODY_PARAMS[:LANG,LANG…].
+func parseTemplate(s string) (sandbox.Template, error) {
+	parts := strings.Split(s, ":")
+	if len(parts) < 2 || len(parts) > 3 || parts[0] == "" {
+		return sandbox.Template{}, usagef("e.g. --template spring_sale:2:en_US,pt_BR", "invalid --template %q: want NAME:BODY_PARAMS[:LANGS]", s)
+	}
+	n, err := strconv.Atoi(parts[1])
+	if err != nil || n < 0 {
+		return sandbox.Template{}, usagef("e.g. --template spring_sale:2", "invalid --template %q: body parameter count %q", s, parts[1])
+	}
+	t := sandbox.Template{Name: parts[0], BodyParams: n}
+	if len(parts) == 3 && parts[2] != "" {
+		t.Languages = strings.Split(parts[2], ",")
+	}
+	return t, nil
+}

@@ -1,0 +1,180 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/bulksend/bulksend/internal/sandbox"
+	"github.com/bulksend/bulksend/internal/store"
+)
+
+// TestMain lets the test binary act as bulksend: for testscript's exec,
+// and for the crash tests that run it as a child process and kill it.
+func TestMain(m *testing.M) {
+	if os.Getenv("BULKSEND_TEST_MAIN") == "1" {
+		os.Exit(Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	}
+	testscript.Main(m, map[string]func(){
+		"bulksend": func() {
+			code := Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+			if f := os.Getenv("BULKSEND_TEST_EXITFILE"); f != "" {
+				os.WriteFile(f, []byte(strconv.Itoa(code)), 0o644)
+			}
+			os.Exit(code)
+		},
+	})
+}
+
+// TestScripts runs the end-to-end behaviours in testdata/script, one
+// script per behaviour.
+func TestScripts(t *testing.T) {
+	testscript.Run(t, testscript.Params{
+		Dir: filepath.Join("..", "..", "testdata", "script"),
+		Setup: func(env *testscript.Env) error {
+			env.Setenv("WHATSAPP_TOKEN", "")
+			env.Setenv("BULKSEND_API_URL", "http://127.0.0.1:9") // never Meta: nothing listens there
+			env.Setenv("BULKSEND_TEST_EXITFILE", filepath.Join(env.WorkDir, ".exitcode"))
+			return nil
+		},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"sandbox":  cmdSandbox,
+			"gencsv":   cmdGenCSV,
+			"holdlock": cmdHoldLock,
+			"sqlcount": cmdSQLCount,
+			"exitcode": cmdExitCode,
+		},
+	})
+}
+
+// sandbox [key=value…] starts a sandbox for the rest of the script and
+// points BULKSEND_API_URL at it. Its webhooks go to $WORK/webhooks.jsonl.
+// Keys: seed, rate, latency, transient, permanent, late, latedelay, fail,
+// expired, template (NAME:PARAMS).
+func cmdSandbox(ts *testscript.TestScript, neg bool, args []string) {
+	if neg {
+		ts.Fatalf("unsupported: ! sandbox")
+	}
+	cfg := sandbox.Config{Seed: 1, Rate: 80, Token: "test-token", ExpiredToken: "expired-token", PairInterval: -1}
+	for _, a := range args {
+		k, v, _ := strings.Cut(a, "=")
+		f := func() float64 {
+			n, err := strconv.ParseFloat(v, 64)
+			ts.Check(err)
+			return n
+		}
+		d := func() time.Duration {
+			n, err := time.ParseDuration(v)
+			ts.Check(err)
+			return n
+		}
+		switch k {
+		case "seed":
+			cfg.Seed = int64(f())
+		case "rate":
+			cfg.Rate = f()
+		case "latency":
+			cfg.Latency = d()
+		case "transient":
+			cfg.TransientRate = f()
+		case "permanent":
+			cfg.PermanentRate = f()
+		case "late":
+			cfg.LateRate = f()
+		case "latedelay":
+			cfg.LateDelay = d()
+		case "fail":
+			cfg.FailRate = f()
+		case "template":
+			tpl, err := parseTemplate(v)
+			ts.Check(err)
+			cfg.Templates = append(cfg.Templates, tpl)
+		default:
+			ts.Fatalf("sandbox: unknown key %q", k)
+		}
+	}
+	wh, err := os.Create(ts.MkAbs("webhooks.jsonl"))
+	ts.Check(err)
+	bw := bufio.NewWriter(wh)
+	cfg.Webhooks = bw
+	sb := sandbox.New(cfg)
+	srv := httptest.NewServer(sb)
+	ts.Defer(func() {
+		srv.Close()
+		sb.Close()
+		bw.Flush()
+		wh.Close()
+	})
+	ts.Setenv("BULKSEND_API_URL", srv.URL)
+	ts.Setenv("WHATSAPP_TOKEN", "test-token")
+}
+
+// samplePhone is the i-th of a family of valid UK mobile numbers.
+func samplePhone(i int) string { return fmt.Sprintf("+447911%06d", i%1_000_000) }
+
+// gencsv FILE N writes a campaign CSV of N recipients with two parameters.
+func cmdGenCSV(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 2 {
+		ts.Fatalf("usage: gencsv FILE N")
+	}
+	n, err := strconv.Atoi(args[1])
+	ts.Check(err)
+	var b strings.Builder
+	b.WriteString("phone,name,code\n")
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&b, "%s,Name %d,C%d\n", samplePhone(i), i, i)
+	}
+	ts.Check(os.WriteFile(ts.MkAbs(args[0]), []byte(b.String()), 0o644))
+}
+
+// holdlock DB holds the checkpoint lock of DB for the rest of the script.
+func cmdHoldLock(ts *testscript.TestScript, neg bool, args []string) {
+	l, err := store.Acquire(ts.MkAbs(args[0]), "test")
+	ts.Check(err)
+	ts.Defer(func() { l.Release() })
+}
+
+// sqlcount DB STATUS N asserts that N rows of checkpoint DB are in STATUS
+// ("all" for every row).
+func cmdSQLCount(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 3 {
+		ts.Fatalf("usage: sqlcount DB STATUS N")
+	}
+	st, err := store.Open(ts.MkAbs(args[0]))
+	ts.Check(err)
+	defer st.Close()
+	c, err := st.Counts(context.Background())
+	ts.Check(err)
+	got := map[string]int64{"all": c.Total, "pending": c.Pending, "sending": c.Sending, "in_doubt": c.InDoubt,
+		"sent": c.Sent, "delivered": c.Delivered, "read": c.Read, "failed": c.Failed, "skipped": c.Skipped}
+	v, ok := got[args[1]]
+	if !ok {
+		ts.Fatalf("unknown status %q", args[1])
+	}
+	want, err := strconv.ParseInt(args[2], 10, 64)
+	ts.Check(err)
+	if (v == want) == neg {
+		ts.Fatalf("%s rows: %d, want %s%d", args[1], v, map[bool]string{true: "not ", false: ""}[neg], want)
+	}
+}
+
+// exitcode N asserts the exit code of the last bulksend the script ran.
+func cmdExitCode(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 1 {
+		ts.Fatalf("usage: exitcode N")
+	}
+	b, err := os.ReadFile(ts.MkAbs(".exitcode"))
+	ts.Check(err)
+	if (string(b) == args[0]) == neg {
+		ts.Fatalf("exit code %s, want %s", b, args[0])
+	}
+}

@@ -1,0 +1,176 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"sort"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/bulksend/bulksend/internal/campaign"
+	"github.com/bulksend/bulksend/internal/store"
+)
+
+type statusOptions struct {
+	db   string
+	json bool
+}
+
+func newStatusCmd(ios *IO) *cobra.Command {
+	o := &statusOptions{}
+	cmd := &cobra.Command{
+		Use:   "status CAMPAIGN.csv | --db PATH",
+		Short: "Show a campaign's counts: per state, error code and sender; retries, rows in doubt, rate and ETA",
+		Long: `Status reads the checkpoint (it works while a run is going on) and shows how
+many rows are in each state, the errors by code, each sender number's counts,
+retries scheduled, rows in doubt, the rate achieved in the last minute and an
+ETA. With --json it prints one object; its fields are only ever added to.`,
+		Args: checkpointArgs(&o.db),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runStatus(cmd.Context(), ios, o)
+		},
+	}
+	cmd.Flags().StringVar(&o.db, "db", "", "checkpoint file (default: beside the CSV)")
+	cmd.Flags().BoolVar(&o.json, "json", false, "print one JSON object on stdout")
+	return cmd
+}
+
+// checkpointArgs accepts CAMPAIGN.csv or --db, and resolves the CSV to
+// its checkpoint.
+func checkpointArgs(db *string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		switch {
+		case len(args) >= 1 && *db == "":
+			*db = dbPath(args[0])
+		case len(args) == 0 && *db == "":
+			return usagef("e.g. 'bulksend "+cmd.Name()+" campaign.csv'", "name the campaign CSV or its checkpoint with --db")
+		}
+		return nil
+	}
+}
+
+func openExisting(db string) (*store.Store, error) {
+	if _, err := os.Stat(db); err != nil {
+		return nil, usagef("run 'bulksend run CAMPAIGN.csv' first, or point --db at the checkpoint", "no checkpoint: %w", err)
+	}
+	return store.Open(db)
+}
+
+type statusJSON struct {
+	campaign.Counts
+	CampaignID  string              `json:"campaign_id"`
+	Template    string              `json:"template"`
+	Retrying    int64               `json:"retrying"`
+	NextRetry   string              `json:"next_retry,omitempty"`
+	RatePerSec  float64             `json:"rate_last_minute"`
+	ETASeconds  float64             `json:"eta_seconds,omitempty"`
+	Errors      []store.ErrorCount  `json:"errors"`
+	Senders     []store.SenderCount `json:"senders"`
+	Skipped     map[string]int64    `json:"skipped_by_reason"`
+	DeliveryP50 float64             `json:"time_to_delivered_p50_seconds,omitempty"`
+	DeliveryP90 float64             `json:"time_to_delivered_p90_seconds,omitempty"`
+	DeliveryP99 float64             `json:"time_to_delivered_p99_seconds,omitempty"`
+	Deliveries  int                 `json:"deliveries_timed"`
+	LockedBy    string              `json:"running,omitempty"`
+}
+
+func runStatus(ctx context.Context, ios *IO, o *statusOptions) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	st, err := openExisting(o.db)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	settings, err := st.Settings(ctx)
+	if err != nil {
+		return err
+	}
+	r, err := st.Report(ctx, time.Now())
+	if err != nil {
+		return err
+	}
+	out := statusJSON{
+		Counts: r.Counts, CampaignID: settings.CampaignID, Template: settings.Template,
+		Retrying: r.Retrying, RatePerSec: float64(r.SentLast) / 60, Errors: r.ByError,
+		Senders: r.BySender, Skipped: r.Skipped, Deliveries: len(r.Deliveries),
+	}
+	if out.Errors == nil {
+		out.Errors = []store.ErrorCount{}
+	}
+	if !r.NextRetry.IsZero() {
+		out.NextRetry = r.NextRetry.Format(time.RFC3339)
+	}
+	if left := r.Counts.Pending + r.Counts.Sending; out.RatePerSec > 0 && left > 0 {
+		out.ETASeconds = float64(left) / out.RatePerSec
+	}
+	if n := len(r.Deliveries); n > 0 {
+		pct := func(p float64) float64 { return r.Deliveries[min(n-1, int(p*float64(n)))].Seconds() }
+		out.DeliveryP50, out.DeliveryP90, out.DeliveryP99 = pct(0.5), pct(0.9), pct(0.99)
+	}
+	if l, err := store.Acquire(o.db, "status"); err != nil {
+		if le, ok := err.(*store.LockedError); ok {
+			out.LockedBy = le.Holder
+		}
+	} else {
+		l.Release()
+	}
+	if o.json {
+		return json.NewEncoder(ios.Out).Encode(out)
+	}
+	w := ios.Out
+	fmt.Fprintf(w, "campaign %s · template %s/%s\n", out.CampaignID, settings.Template, settings.Lang)
+	if out.LockedBy != "" {
+		fmt.Fprintf(w, "running: %s\n", out.LockedBy)
+	}
+	c := r.Counts
+	fmt.Fprintf(w, "\n%-10s %10s\n", "state", "rows")
+	for _, s := range []struct {
+		name string
+		n    int64
+	}{{"pending", c.Pending}, {"sending", c.Sending}, {"in_doubt", c.InDoubt}, {"sent", c.Sent}, {"delivered", c.Delivered}, {"read", c.Read}, {"failed", c.Failed}, {"skipped", c.Skipped}, {"total", c.Total}} {
+		fmt.Fprintf(w, "%-10s %10d\n", s.name, s.n)
+	}
+	if len(r.Skipped) > 0 {
+		keys := make([]string, 0, len(r.Skipped))
+		for k := range r.Skipped {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		fmt.Fprintf(w, "\nskipped by reason:\n")
+		for _, k := range keys {
+			fmt.Fprintf(w, "  %-12s %10d\n", k, r.Skipped[k])
+		}
+	}
+	if len(r.ByError) > 0 {
+		fmt.Fprintf(w, "\nerrors (last error of each row):\n")
+		for _, e := range r.ByError {
+			fmt.Fprintf(w, "  %-9s %7d  %10d  %s\n", e.Status, e.Code, e.Rows, e.Title)
+		}
+	}
+	fmt.Fprintf(w, "\nper sender:\n")
+	for _, s := range r.BySender {
+		fmt.Fprintf(w, "  %-20s %s\n", s.Sender, countsLine(s.Counts))
+	}
+	if r.Retrying > 0 {
+		fmt.Fprintf(w, "\nretries scheduled: %d, next due %s\n", r.Retrying, out.NextRetry)
+	}
+	if c.InDoubt > 0 {
+		fmt.Fprintf(w, "\nrows in doubt: %d (settle them with 'bulksend reconcile')\n", c.InDoubt)
+	}
+	if out.RatePerSec > 0 {
+		fmt.Fprintf(w, "\nrate (last minute): %.1f msg/s", out.RatePerSec)
+		if out.ETASeconds > 0 {
+			fmt.Fprintf(w, " · ETA %s", (time.Duration(out.ETASeconds) * time.Second).String())
+		}
+		fmt.Fprintln(w)
+	}
+	if out.Deliveries > 0 {
+		fmt.Fprintf(w, "\ntime to delivered (%d messages): p50 %.1fs · p90 %.1fs · p99 %.1fs\n", out.Deliveries, out.DeliveryP50, out.DeliveryP90, out.DeliveryP99)
+	}
+	return nil
+}

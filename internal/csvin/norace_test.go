@@ -1,0 +1,5 @@
+//go:build !race
+
+package csvin
+
+const raceEnabled = false

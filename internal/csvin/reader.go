@@ -1,0 +1,429 @@
+// Package csvin reads campaign CSV files and suppression lists, and turns the
+// phone numbers in them into E.164.
+//
+// A campaign file has a header row. Its "phone" column is required; "from"
+// (the sender's phone-number ID) and "id" (the operator's own key for the
+// row) are optional; every other column is a template body parameter, in
+// header order. Header names are matched case-insensitively after trimming
+// spaces. The file is UTF-8, with or without a byte-order mark, with LF or
+// CRLF line ends and RFC 4180 quoting.
+//
+// The package tells two kinds of problem apart, because the caller treats
+// them differently. A file that is structurally broken (bad quoting, a row
+// with the wrong number of fields, bytes that are not UTF-8) is reported as a
+// *LineError, and the caller refuses the whole file: an operator would rather
+// fix one line than have a million rows imported with their columns shifted.
+// A phone number that cannot be used is data about one recipient: its row is
+// still returned, with Record.Invalid saying why, and is recorded as skipped.
+package csvin
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"unicode/utf8"
+)
+
+// Errors about the header row. They are returned wrapped, with the detail
+// that lets the operator fix the file, and usually inside a *LineError.
+var (
+	// ErrNoHeader means the file is empty or its first row is data.
+	ErrNoHeader = errors.New("no header row")
+	// ErrNoPhoneColumn means the header has no "phone" column.
+	ErrNoPhoneColumn = errors.New(`no "phone" column`)
+	// ErrDuplicateColumn means two header names are equal once trimmed and
+	// case-folded.
+	ErrDuplicateColumn = errors.New("duplicate column")
+)
+
+// ErrInvalidUTF8 is wrapped by the *LineError for a line that is not UTF-8,
+// so that the CLI can suggest re-saving the file as "CSV UTF-8".
+var ErrInvalidUTF8 = errors.New("invalid UTF-8")
+
+// ErrFieldCount is wrapped by the *LineError for a row whose number of fields
+// differs from the header's. It is encoding/csv's error, so errors.Is works
+// with either name.
+var ErrFieldCount = csv.ErrFieldCount
+
+// LineError is a structural problem on one line of a file. Line is the
+// physical line (the first line is 1) where the problem is; for a quoted
+// field spanning lines it is where the record starts.
+type LineError struct {
+	Line int
+	Err  error
+}
+
+func (e *LineError) Error() string { return "line " + strconv.Itoa(e.Line) + ": " + e.Err.Error() }
+
+// Unwrap returns the underlying error, so that errors.Is(err, ErrInvalidUTF8)
+// and the like work through a *LineError.
+func (e *LineError) Unwrap() error { return e.Err }
+
+// Options configures a Reader. The zero value reads files whose numbers all
+// carry a country code.
+type Options struct {
+	// DefaultRegion is an ISO 3166 alpha-2 code ("GB"), any case, for numbers
+	// written without a country code ("07400 123456"). Empty means every
+	// number must carry one, though not necessarily a '+' (see Normalize).
+	DefaultRegion string
+}
+
+// Record is one data row of a campaign file.
+type Record struct {
+	// Line is the physical line where the row starts; the header is line 1
+	// in a file with no blank lines before it.
+	Line int
+	// Phone is the number in E.164 ("+447400123456"), or "" when Invalid.
+	Phone string
+	// RawPhone is the phone cell with surrounding spaces trimmed, as the
+	// operator wrote it, for reports about skipped rows.
+	RawPhone string
+	// From is the "from" cell (a sender phone-number ID), trimmed; "" when
+	// the file has no such column or the cell is empty, meaning the default
+	// sender.
+	From string
+	// ID is the "id" cell, trimmed; "" when absent.
+	ID string
+	// Params are the parameter cells in the order of Reader.Params, exactly
+	// as written: spaces may be part of a message.
+	Params []string
+	// Invalid, when not "", says why Phone could not be used ("invalid phone
+	// number: too short"). The row is returned all the same so that it can
+	// be recorded as skipped.
+	Invalid string
+}
+
+// Reader reads the data rows of a campaign file one at a time, in constant
+// memory. It does not deduplicate phone numbers; that is the caller's
+// business.
+//
+// A Reader is not safe for concurrent use. Internally it normalizes the phone
+// numbers of a small batch of rows on all CPUs while the caller is handed the
+// rows of the previous batch one by one; no goroutine outlives a call to
+// Next, so a Reader that is dropped halfway needs no Close.
+type Reader struct {
+	csv    *csv.Reader
+	norm   normalizer
+	header []string // names as written, trimmed
+	params []string
+	width  int // fields per row
+	phone  int
+	from   int // -1 when absent
+	id     int // -1 when absent
+	cols   []int
+	skip   []int // unnamed columns: ignored, but must stay empty
+
+	batch   []Record
+	pos     int
+	pending error // returned once batch is drained
+	err     error // sticky: io.EOF or a read error
+}
+
+// batchSize is how many rows Next reads ahead to normalize in parallel. It
+// bounds the memory a Reader holds and is large enough that starting the
+// workers costs little next to the work.
+const batchSize = 512
+
+// NewReader reads and checks the header of a campaign file. Errors about the
+// header wrap ErrNoHeader, ErrNoPhoneColumn or ErrDuplicateColumn, and are
+// *LineError when there is a line to point at; an unknown
+// opt.DefaultRegion is ErrUnknownRegion.
+//
+// Unnamed columns (an empty header cell, as spreadsheets write for a stray
+// trailing comma) are not parameters; a row with a value in one is a
+// *LineError.
+func NewReader(r io.Reader, opt Options) (*Reader, error) {
+	norm, err := newNormalizer(opt.DefaultRegion)
+	if err != nil {
+		return nil, err
+	}
+	cr, err := newCSVReader(r)
+	if err != nil {
+		return nil, err
+	}
+	rd := &Reader{csv: cr, norm: norm, phone: -1, from: -1, id: -1}
+
+	var fields []string
+	for {
+		fields, err = cr.Read()
+		if err == io.EOF {
+			return nil, fmt.Errorf("%w: the file is empty", ErrNoHeader)
+		}
+		if err != nil {
+			return nil, readError(err)
+		}
+		if !allEmpty(fields) {
+			break
+		}
+	}
+	line, _ := cr.FieldPos(0)
+	if err := checkUTF8(cr, fields); err != nil {
+		return nil, err
+	}
+	if err := rd.mapHeader(fields); err != nil {
+		return nil, &LineError{Line: line, Err: err}
+	}
+	return rd, nil
+}
+
+// newCSVReader strips a byte-order mark from the very start of r and returns
+// the csv.Reader the package uses: strict RFC 4180 quoting, any number of
+// fields per row (checked by the caller, with a better message), and the
+// record slice reused between rows.
+func newCSVReader(r io.Reader) (*csv.Reader, error) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	start, err := br.Peek(3)
+	if err != nil && err != io.EOF {
+		return nil, fmt.Errorf("read: %w", err)
+	}
+	switch {
+	case bytes.HasPrefix(start, []byte("\xEF\xBB\xBF")):
+		br.Discard(3)
+	case bytes.HasPrefix(start, []byte("\xFF\xFE")), bytes.HasPrefix(start, []byte("\xFE\xFF")):
+		// Not a *LineError: nothing after this line is readable either.
+		return nil, fmt.Errorf("%w: the file is UTF-16; save it as CSV UTF-8", ErrInvalidUTF8)
+	}
+	cr := csv.NewReader(br)
+	cr.FieldsPerRecord = -1
+	cr.ReuseRecord = true
+	return cr, nil
+}
+
+func (rd *Reader) mapHeader(fields []string) error {
+	rd.width = len(fields)
+	rd.header = make([]string, len(fields))
+	seen := make(map[string]int, len(fields))
+	for i, f := range fields {
+		name := strings.TrimSpace(f)
+		rd.header[i] = name
+		if strings.ContainsRune(name, '\r') {
+			// encoding/csv ends lines only at \n (and turns a quoted \r\n
+			// into \n), so a file saved with old-Mac CR line ends is one long
+			// header row and no data.
+			return fmt.Errorf("%w: column name %q contains a carriage return (is the file saved with CR line ends?)", ErrNoHeader, name)
+		}
+		if name == "" {
+			rd.skip = append(rd.skip, i)
+			continue
+		}
+		key := strings.ToLower(name)
+		if j, dup := seen[key]; dup {
+			return fmt.Errorf("%w: %q (columns %d and %d)", ErrDuplicateColumn, name, j+1, i+1)
+		}
+		seen[key] = i
+		switch key {
+		case "phone":
+			rd.phone = i
+		case "from":
+			rd.from = i
+		case "id":
+			rd.id = i
+		default:
+			rd.cols = append(rd.cols, i)
+			rd.params = append(rd.params, name)
+		}
+	}
+	if rd.phone >= 0 {
+		return nil
+	}
+	// Say what is wrong in the operator's terms.
+	for _, name := range rd.header {
+		if _, err := rd.norm.normalize(name); err == nil {
+			return fmt.Errorf("%w: the first row holds data (%q); add a header line such as \"phone,name\"", ErrNoHeader, name)
+		}
+	}
+	if len(fields) == 1 && strings.ContainsAny(fields[0], ";\t") {
+		return fmt.Errorf("%w: the header is one column %q; values must be separated by commas, not semicolons or tabs", ErrNoPhoneColumn, fields[0])
+	}
+	quoted := make([]string, 0, len(rd.header))
+	for _, name := range rd.header {
+		quoted = append(quoted, strconv.Quote(name))
+	}
+	return fmt.Errorf("%w (columns: %s)", ErrNoPhoneColumn, strings.Join(quoted, ", "))
+}
+
+// Params returns the names of the parameter columns, trimmed, in the order of
+// Record.Params. The caller must not modify the slice.
+func (rd *Reader) Params() []string { return rd.params }
+
+// HasFrom reports whether the file has a "from" column.
+func (rd *Reader) HasFrom() bool { return rd.from >= 0 }
+
+// HasID reports whether the file has an "id" column.
+func (rd *Reader) HasID() bool { return rd.id >= 0 }
+
+// Next returns the next data row, or io.EOF after the last. Rows whose cells
+// are all empty (spreadsheets write them as ",,,") are skipped; blank lines
+// are ignored.
+//
+// A *LineError describes one bad line, which is then passed over: a caller
+// that wants to list every problem before refusing the file may keep calling
+// Next. Any other error comes from the underlying reader, and every later
+// call returns it again.
+func (rd *Reader) Next() (Record, error) {
+	for rd.pos == len(rd.batch) {
+		if rd.pending != nil {
+			err := rd.pending
+			rd.pending = nil
+			return Record{}, err
+		}
+		if rd.err != nil {
+			return Record{}, rd.err
+		}
+		rd.fill()
+	}
+	rec := rd.batch[rd.pos]
+	rd.batch[rd.pos] = Record{} // let the caller own the only reference
+	rd.pos++
+	return rec, nil
+}
+
+// fill reads up to batchSize rows, stopping early at an error, and
+// normalizes their phone numbers.
+func (rd *Reader) fill() {
+	rd.batch, rd.pos = rd.batch[:0], 0
+	for len(rd.batch) < batchSize {
+		fields, err := rd.csv.Read()
+		if err == io.EOF {
+			rd.err = io.EOF
+			break
+		}
+		if err != nil {
+			if le := readError(err); errors.As(le, new(*LineError)) {
+				rd.pending = le
+			} else {
+				rd.err = le
+			}
+			break
+		}
+		if allEmpty(fields) {
+			continue
+		}
+		line, _ := rd.csv.FieldPos(0)
+		if err := checkUTF8(rd.csv, fields); err != nil {
+			rd.pending = err
+			break
+		}
+		if len(fields) != rd.width {
+			rd.pending = &LineError{Line: line, Err: fmt.Errorf("%w: %d, but the header has %d", ErrFieldCount, len(fields), rd.width)}
+			break
+		}
+		if err := rd.checkUnnamed(line, fields); err != nil {
+			rd.pending = err
+			break
+		}
+		rd.batch = append(rd.batch, rd.record(line, fields))
+	}
+	rd.normalizeBatch()
+}
+
+func (rd *Reader) checkUnnamed(line int, fields []string) error {
+	for _, i := range rd.skip {
+		if strings.TrimSpace(fields[i]) != "" {
+			return &LineError{Line: line, Err: fmt.Errorf("value %q in column %d, which has no name in the header", fields[i], i+1)}
+		}
+	}
+	return nil
+}
+
+// record builds a Record from fields. The strings in fields are substrings
+// of one string allocated per row by encoding/csv, so only the slice that
+// ReuseRecord recycles needs copying.
+func (rd *Reader) record(line int, fields []string) Record {
+	rec := Record{Line: line, RawPhone: strings.TrimSpace(fields[rd.phone])}
+	if rd.from >= 0 {
+		rec.From = strings.TrimSpace(fields[rd.from])
+	}
+	if rd.id >= 0 {
+		rec.ID = strings.TrimSpace(fields[rd.id])
+	}
+	if len(rd.cols) > 0 {
+		rec.Params = make([]string, len(rd.cols))
+		for i, c := range rd.cols {
+			rec.Params[i] = fields[c]
+		}
+	}
+	return rec
+}
+
+// normalizeBatch sets Phone or Invalid on every record of the batch, on as
+// many goroutines as there are CPUs; parsing a phone number costs more than
+// reading its CSV row.
+func (rd *Reader) normalizeBatch() {
+	workers := min(runtime.GOMAXPROCS(0), len(rd.batch)/32)
+	if workers <= 1 {
+		rd.normalizeRange(rd.batch)
+		return
+	}
+	var wg sync.WaitGroup
+	chunk := (len(rd.batch) + workers - 1) / workers
+	for start := 0; start < len(rd.batch); start += chunk {
+		part := rd.batch[start:min(start+chunk, len(rd.batch))]
+		wg.Go(func() { rd.normalizeRange(part) })
+	}
+	wg.Wait()
+}
+
+func (rd *Reader) normalizeRange(recs []Record) {
+	for i := range recs {
+		phone, err := rd.norm.normalize(recs[i].RawPhone)
+		if err != nil {
+			recs[i].Invalid = err.Error()
+			continue
+		}
+		recs[i].Phone = phone
+	}
+}
+
+// readError turns an error from csv.Reader.Read into a *LineError where it
+// is about the file's content.
+func readError(err error) error {
+	var pe *csv.ParseError
+	if !errors.As(err, &pe) {
+		return fmt.Errorf("read: %w", err)
+	}
+	if pe.StartLine != pe.Line {
+		// A quoted field that runs on: point at where it starts, which
+		// is where the stray quote is.
+		return &LineError{Line: pe.StartLine, Err: fmt.Errorf("%w (found at line %d, column %d, in a quoted field that starts on this line)", pe.Err, pe.Line, pe.Column)}
+	}
+	return &LineError{Line: pe.Line, Err: fmt.Errorf("column %d: %w", pe.Column, pe.Err)}
+}
+
+// checkUTF8 returns a *LineError naming the physical line of the first
+// invalid UTF-8 in fields, the row cr has just read.
+func checkUTF8(cr *csv.Reader, fields []string) error {
+	for i, f := range fields {
+		if utf8.ValidString(f) {
+			continue
+		}
+		line, _ := cr.FieldPos(i)
+		bad := 0
+		for bad < len(f) {
+			r, size := utf8.DecodeRuneInString(f[bad:])
+			if r == utf8.RuneError && size == 1 {
+				break
+			}
+			bad += size
+		}
+		line += strings.Count(f[:bad], "\n")
+		return &LineError{Line: line, Err: fmt.Errorf("%w in field %d", ErrInvalidUTF8, i+1)}
+	}
+	return nil
+}
+
+func allEmpty(fields []string) bool {
+	for _, f := range fields {
+		if strings.TrimSpace(f) != "" {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,312 @@
+// Package oas validates JSON documents against the schemas in Meta's own
+// OpenAPI description of the WhatsApp Business Messaging API
+// (meta-business-messaging-openapi_v23.0.yaml, kept in shared/reference).
+//
+// It exists so that tests anywhere in the repository can check that what
+// bulksend sends, and what its sandbox answers, has the shape Meta documents,
+// instead of each test re-typing its own idea of the wire format.
+//
+// The OpenAPI 3.1 document is a superset of JSON Schema draft 2020-12: its
+// component schemas are 2020-12 schemas plus a few OpenAPI keywords
+// (discriminator, example, xml, externalDocs). The whole document is added to
+// a santhosh-tekuri/jsonschema compiler as one resource, and a component is
+// compiled on demand by JSON pointer, so its $refs resolve within the
+// document. Unknown keywords are ignored by draft 2020-12, which is exactly
+// what OpenAPI's base dialect does with them when validating; no
+// pre-processing of the document is needed (see TestAllComponentsCompile).
+//
+// The schemas are Meta's, quirks included, and are not patched here:
+//   - discriminator is an annotation only, so "Message" is checked through its
+//     oneOf, and the per-type mappings of TemplateComponent and
+//     ParameterObject (body parameter shapes) are not enforced;
+//   - LanguageObject requires "policy" (always send "deterministic");
+//   - TemplateComponent.index has the pattern ^[2-6, 11-14]$, which rejects
+//     button indexes "0" and "1";
+//   - TextMessage puts additionalProperties:false inside an allOf, so no real
+//     text message validates against "Message" (bulksend sends templates only).
+package oas
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"gopkg.in/yaml.v3"
+)
+
+// FileName is the name of Meta's OpenAPI document that Load looks for.
+const FileName = "meta-business-messaging-openapi_v23.0.yaml"
+
+// EnvVar names the environment variable that, when set, gives the path of
+// the OpenAPI document and disables the search.
+const EnvVar = "BULKSEND_OPENAPI"
+
+// ErrNotFound is returned by Load when the OpenAPI document cannot be found.
+var ErrNotFound = errors.New("openapi document not found")
+
+// ErrUnknownSchema is returned when a schema name is not among the
+// document's components.schemas.
+var ErrUnknownSchema = errors.New("unknown schema")
+
+// Spec is a parsed OpenAPI document ready to validate JSON against its
+// component schemas. It is safe for concurrent use; compiled schemas are
+// cached.
+type Spec struct {
+	path string
+	url  string
+	doc  map[string]any // JSON-compatible form of the YAML document
+
+	mu       sync.Mutex
+	compiler *jsonschema.Compiler // not safe for concurrent use: guarded by mu
+	schemas  map[string]*jsonschema.Schema
+}
+
+var loaded struct {
+	mu    sync.Mutex
+	specs map[string]*loadOnce
+}
+
+type loadOnce struct {
+	once sync.Once
+	spec *Spec
+	err  error
+}
+
+// Load finds and parses Meta's OpenAPI document. The path is $BULKSEND_OPENAPI
+// if set; otherwise Load walks up from the working directory and, at each
+// ancestor D, tries D/shared/reference/FileName (this covers both the local
+// layout, /work/main next to /work/shared, and CI, X/clone next to X/shared).
+//
+// Parsing the 1 MB document takes a moment, so the result is cached per path:
+// calling Load from every test is cheap. A missing document is an error
+// wrapping ErrNotFound; tests should fail on it rather than skip, or a broken
+// checkout would silently stop checking conformance.
+func Load() (*Spec, error) {
+	path, err := find()
+	if err != nil {
+		return nil, err
+	}
+	loaded.mu.Lock()
+	if loaded.specs == nil {
+		loaded.specs = map[string]*loadOnce{}
+	}
+	l := loaded.specs[path]
+	if l == nil {
+		l = &loadOnce{}
+		loaded.specs[path] = l
+	}
+	loaded.mu.Unlock()
+	l.once.Do(func() { l.spec, l.err = LoadFile(path) })
+	return l.spec, l.err
+}
+
+func find() (string, error) {
+	if p := os.Getenv(EnvVar); p != "" {
+		if _, err := os.Stat(p); err != nil {
+			return "", fmt.Errorf("$%s=%q: %w: %w", EnvVar, p, ErrNotFound, err)
+		}
+		return filepath.Abs(p)
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", fmt.Errorf("find %s: %w", FileName, err)
+	}
+	for dir := wd; ; {
+		p := filepath.Join(dir, "shared", "reference", FileName)
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			break
+		}
+		dir = parent
+	}
+	return "", fmt.Errorf("%w: no shared/reference/%s above %s (set $%s to its path)", ErrNotFound, FileName, wd, EnvVar)
+}
+
+// LoadFile parses the OpenAPI document at path, without caching.
+func LoadFile(path string) (*Spec, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read openapi: %w", err)
+	}
+	var root yaml.Node
+	if err := yaml.Unmarshal(b, &root); err != nil {
+		return nil, fmt.Errorf("parse openapi %s: %w", path, err)
+	}
+	v, err := jsonValue(&root)
+	if err != nil {
+		return nil, fmt.Errorf("convert openapi %s: %w", path, err)
+	}
+	doc, ok := v.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("openapi %s: top level is %T, want a mapping", path, v)
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("openapi path: %w", err)
+	}
+	u := (&url.URL{Scheme: "file", Path: filepath.ToSlash(abs)}).String()
+
+	c := jsonschema.NewCompiler()
+	// OpenAPI 3.1's default dialect is draft 2020-12 plus annotation-only
+	// keywords, so plain 2020-12 validates the same instances.
+	c.DefaultDraft(jsonschema.Draft2020)
+	if err := c.AddResource(u, doc); err != nil {
+		return nil, fmt.Errorf("add openapi %s to schema compiler: %w", path, err)
+	}
+	return &Spec{path: abs, url: u, doc: doc, compiler: c, schemas: map[string]*jsonschema.Schema{}}, nil
+}
+
+// Path is the absolute path of the document the Spec was loaded from.
+func (s *Spec) Path() string { return s.path }
+
+// SchemaNames lists the names under components.schemas, in no particular
+// order.
+func (s *Spec) SchemaNames() []string {
+	var names []string
+	for name := range s.components() {
+		names = append(names, name)
+	}
+	return names
+}
+
+func (s *Spec) components() map[string]any {
+	comp, _ := s.doc["components"].(map[string]any)
+	schemas, _ := comp["schemas"].(map[string]any)
+	return schemas
+}
+
+// Schema compiles (once) and returns the component schema called name.
+func (s *Spec) Schema(name string) (*jsonschema.Schema, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if sch, ok := s.schemas[name]; ok {
+		return sch, nil
+	}
+	if _, ok := s.components()[name]; !ok {
+		return nil, fmt.Errorf("%w %q", ErrUnknownSchema, name)
+	}
+	sch, err := s.compiler.Compile(s.url + "#/components/schemas/" + escapePointer(name))
+	if err != nil {
+		return nil, fmt.Errorf("compile schema %q: %w", name, err)
+	}
+	s.schemas[name] = sch
+	return sch, nil
+}
+
+// Validate checks that body is JSON valid against #/components/schemas/<schema>.
+// A document that does not conform gives an error wrapping
+// *jsonschema.ValidationError, whose message lists every violation.
+func (s *Spec) Validate(schema string, body []byte) error {
+	sch, err := s.Schema(schema)
+	if err != nil {
+		return err
+	}
+	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(body))
+	if err != nil {
+		return fmt.Errorf("validate against %s: body is not JSON: %w", schema, err)
+	}
+	if err := sch.Validate(v); err != nil {
+		return fmt.Errorf("validate against %s: %w", schema, err)
+	}
+	return nil
+}
+
+// ResponseSchema names the component schema of an operation's response, e.g.
+// ResponseSchema("sendMessage", "200") is "MessageResponsePayload". It lets
+// tests follow the document rather than hard-code names that a newer file
+// might change.
+func (s *Spec) ResponseSchema(operationID, status string) (string, error) {
+	paths, _ := s.doc["paths"].(map[string]any)
+	for _, item := range paths {
+		ops, _ := item.(map[string]any)
+		for _, op := range ops {
+			o, _ := op.(map[string]any)
+			if o["operationId"] != operationID {
+				continue
+			}
+			resp, _ := o["responses"].(map[string]any)
+			r, ok := resp[status].(map[string]any)
+			if !ok {
+				return "", fmt.Errorf("operation %s has no %s response", operationID, status)
+			}
+			content, _ := r["content"].(map[string]any)
+			media, _ := content["application/json"].(map[string]any)
+			sch, _ := media["schema"].(map[string]any)
+			ref, _ := sch["$ref"].(string)
+			name, ok := strings.CutPrefix(ref, "#/components/schemas/")
+			if !ok {
+				return "", fmt.Errorf("operation %s response %s: schema is not a component reference", operationID, status)
+			}
+			return name, nil
+		}
+	}
+	return "", fmt.Errorf("operation %q not found", operationID)
+}
+
+func escapePointer(s string) string {
+	s = strings.ReplaceAll(s, "~", "~0")
+	s = strings.ReplaceAll(s, "/", "~1")
+	return url.PathEscape(s)
+}
+
+// jsonValue converts a YAML node into the types encoding/json produces
+// (map[string]any, []any, string, bool, nil and numbers), which is what the
+// schema compiler expects. Walking nodes rather than decoding into any keeps
+// control of the corner cases: timestamps stay strings, non-string keys are
+// stringified, aliases are followed.
+func jsonValue(n *yaml.Node) (any, error) {
+	switch n.Kind {
+	case yaml.DocumentNode:
+		if len(n.Content) == 0 {
+			return nil, nil
+		}
+		return jsonValue(n.Content[0])
+	case yaml.AliasNode:
+		return jsonValue(n.Alias)
+	case yaml.MappingNode:
+		m := make(map[string]any, len(n.Content)/2)
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			if k.Tag == "!!merge" {
+				return nil, fmt.Errorf("line %d: YAML merge keys are not supported", k.Line)
+			}
+			val, err := jsonValue(v)
+			if err != nil {
+				return nil, err
+			}
+			m[k.Value] = val
+		}
+		return m, nil
+	case yaml.SequenceNode:
+		s := make([]any, 0, len(n.Content))
+		for _, c := range n.Content {
+			val, err := jsonValue(c)
+			if err != nil {
+				return nil, err
+			}
+			s = append(s, val)
+		}
+		return s, nil
+	case yaml.ScalarNode:
+		switch n.ShortTag() {
+		case "!!int", "!!float", "!!bool", "!!null":
+			var v any
+			if err := n.Decode(&v); err != nil {
+				return nil, fmt.Errorf("line %d: %w", n.Line, err)
+			}
+			return v, nil
+		default: // !!str, !!timestamp, !!binary: keep the text as written
+			return n.Value, nil
+		}
+	}
+	return nil, fmt.Errorf("line %d: unexpected YAML node kind %v", n.Line, n.Kind)
+}

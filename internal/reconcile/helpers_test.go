@@ -1,0 +1,251 @@
+package reconcile
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bulksend/bulksend/internal/campaign"
+	"github.com/bulksend/bulksend/internal/store"
+	"github.com/bulksend/bulksend/internal/webhook"
+)
+
+const (
+	testCampaign = "spring"
+	ourNumber    = "106540352242922"
+	base         = 1750030000 // unix seconds: "@n" in tests is base+n
+)
+
+// at is base+sec as an instant; fractional seconds are allowed.
+func at(sec float64) time.Time {
+	return time.UnixMilli(base*1000 + int64(sec*1000))
+}
+
+// seed is the state of one row before reconcile.
+type seed struct {
+	skip     bool        // imported as skipped
+	attempts int         // claims made (0: a pending row never claimed)
+	at       time.Time   // instant of the claims; zero means at(0)
+	s        store.State // Status, WAMID, Code, Title and times to end in
+}
+
+func pending() seed { return seed{s: store.State{Status: campaign.Pending}} }
+func skipped() seed { return seed{skip: true} }
+func inDoubt(t time.Time, attempts int) seed {
+	return seed{attempts: attempts, at: t, s: store.State{Status: campaign.InDoubt, Title: "context deadline exceeded"}}
+}
+func sentRow(wamid string, sentAt float64) seed {
+	return seed{attempts: 1, s: store.State{Status: campaign.Sent, WAMID: wamid, SentAt: at(sentAt)}}
+}
+func failedRow(code int, title string) seed {
+	return seed{attempts: 1, s: store.State{Status: campaign.Failed, Code: code, Title: title}}
+}
+
+// checkpoint creates a checkpoint holding rows (row i+1 is rows[i]) of
+// campaign testCampaign with max_attempts 3.
+func checkpoint(t testing.TB, rows []seed) *store.Store {
+	t.Helper()
+	ctx := context.Background()
+	st, err := store.Open(filepath.Join(t.TempDir(), "c.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	i := 0
+	_, err = st.Import(ctx, func() (store.Row, error) {
+		if i == len(rows) {
+			return store.Row{}, io.EOF
+		}
+		i++
+		r := store.Row{Row: int64(i), Line: i + 1, Phone: fmt.Sprintf("+1555%07d", i), Sender: ourNumber}
+		if rows[i-1].skip {
+			r.Skip = "excluded"
+		}
+		return r, nil
+	}, func() store.Settings { return store.Settings{CampaignID: testCampaign, MaxAttempts: 3} })
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Rows are claimed one by one in row order: each Claim takes the
+	// lowest due pending row, which is the current one.
+	var final []store.State
+	for i, sd := range rows {
+		row := int64(i + 1)
+		if sd.skip {
+			continue
+		}
+		when := sd.at
+		if when.IsZero() {
+			when = at(0)
+		}
+		if sd.attempts == 0 {
+			claim(t, st, row, when)
+			record(t, st, store.Result{Row: row, Outcome: store.OutcomeRelease, NextAt: at(1e6), At: when})
+			continue
+		}
+		for n := 1; n <= sd.attempts; n++ {
+			claim(t, st, row, when)
+			res := store.Result{Row: row, Outcome: store.OutcomeInDoubt, At: when, Title: sd.s.Title, Code: sd.s.Code}
+			if n < sd.attempts {
+				res.Outcome, res.NextAt = store.OutcomeRetry, time.Unix(0, 0)
+			}
+			if n == sd.attempts && sd.s.Status == campaign.Pending {
+				res.Outcome, res.NextAt = store.OutcomeRetry, at(1e6)
+			}
+			record(t, st, res)
+		}
+		if s := sd.s.Status; s != campaign.InDoubt && s != campaign.Pending {
+			f := sd.s
+			f.Row = row
+			final = append(final, f)
+		}
+	}
+	if err := st.SaveStates(ctx, final, at(0)); err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+func claim(t testing.TB, st *store.Store, row int64, when time.Time) {
+	t.Helper()
+	jobs, err := st.Claim(context.Background(), ourNumber, when, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(jobs) != 1 || jobs[0].Row != row {
+		t.Fatalf("claim: got %+v, want row %d", jobs, row)
+	}
+}
+
+func record(t testing.TB, st *store.Store, r store.Result) {
+	t.Helper()
+	if err := st.Record(context.Background(), []store.Result{r}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// status is one status webhook entry of testCampaign's row (no callback
+// data if row is 0) at base+sec.
+func status(kind, wamid string, sec float64, row int64) webhook.Status {
+	s := webhook.Status{WAMID: wamid, Status: kind, Timestamp: at(sec), RecipientID: "15550001234"}
+	if row > 0 {
+		s.CallbackData = campaign.CallbackData(testCampaign, row)
+	}
+	return s
+}
+
+func withError(s webhook.Status, code int, title string) webhook.Status {
+	s.ErrorCode, s.ErrorTitle = code, title
+	return s
+}
+
+func withCallback(s webhook.Status, data string) webhook.Status {
+	s.CallbackData = data
+	return s
+}
+
+// from marks s as received for sender number pnid.
+func from(s webhook.Status, pnid string) webhook.Status {
+	s.PhoneNumberID = pnid
+	return s
+}
+
+// ndjson is a webhook log with one body per status, each for its
+// PhoneNumberID (ourNumber if empty).
+func ndjson(ss ...webhook.Status) []byte {
+	var b bytes.Buffer
+	for _, s := range ss {
+		pn := s.PhoneNumberID
+		if pn == "" {
+			pn = ourNumber
+		}
+		b.Write(webhook.Body(pn, s))
+		b.WriteByte('\n')
+	}
+	return b.Bytes()
+}
+
+func applyLog(t testing.TB, st *store.Store, log []byte, opt Options) Summary {
+	t.Helper()
+	sum, err := Apply(context.Background(), st, webhook.NewReader(bytes.NewReader(log)), opt)
+	if err != nil {
+		t.Fatalf("Apply: %v", err)
+	}
+	checkInvariant(t, sum)
+	return sum
+}
+
+func checkInvariant(t testing.TB, s Summary) {
+	t.Helper()
+	if s.Events != s.Matched+s.Foreign+s.Unknown {
+		t.Errorf("events %d != matched %d + foreign %d + unknown %d", s.Events, s.Matched, s.Foreign, s.Unknown)
+	}
+}
+
+// rowsOf returns the states of rows 1..n, briefly.
+func rowsOf(t testing.TB, st *store.Store, n int) []string {
+	t.Helper()
+	rows := make([]int64, n)
+	for i := range rows {
+		rows[i] = int64(i + 1)
+	}
+	states, err := st.States(context.Background(), rows, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]string, n)
+	for i, r := range rows {
+		out[i] = brief(states[r])
+	}
+	return out
+}
+
+// brief is a state in one line: status, wamid, code and title, then the
+// times relative to base, and the attempts.
+func brief(s store.State) string {
+	var b strings.Builder
+	b.WriteString(string(s.Status))
+	if s.WAMID != "" {
+		b.WriteString(" " + s.WAMID)
+	}
+	if s.Code != 0 {
+		fmt.Fprintf(&b, " #%d", s.Code)
+	}
+	if s.Title != "" {
+		fmt.Fprintf(&b, " %q", s.Title)
+	}
+	for _, f := range []struct {
+		name string
+		t    time.Time
+	}{{"sent", s.SentAt}, {"delivered", s.DeliveredAt}, {"read", s.ReadAt}} {
+		if !f.t.IsZero() {
+			fmt.Fprintf(&b, " %s@%g", f.name, float64(f.t.UnixMilli()-base*1000)/1000)
+		}
+	}
+	return b.String()
+}
+
+// full is every stored field of every row, for comparing end states.
+func full(t testing.TB, st *store.Store, n int) []string {
+	t.Helper()
+	rows := make([]int64, n)
+	for i := range rows {
+		rows[i] = int64(i + 1)
+	}
+	states, err := st.States(context.Background(), rows, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]string, n)
+	for i, r := range rows {
+		s := states[r]
+		out[i] = fmt.Sprintf("%d %s %s %q %d %d %d %d %d %d %q", s.Row, s.Status, s.WAMID, s.Title, s.Code,
+			unixMS(s.SentAt), unixMS(s.DeliveredAt), unixMS(s.ReadAt), s.Attempts, unixMS(s.AttemptedAt), s.Sender)
+	}
+	return out
+}

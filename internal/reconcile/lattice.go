@@ -1,0 +1,204 @@
+package reconcile
+
+import (
+	"time"
+
+	"github.com/bulksend/bulksend/internal/campaign"
+	"github.com/bulksend/bulksend/internal/store"
+)
+
+// level is how far the statuses prove a message got. A row only ever
+// moves up: it takes the highest level any status shows for it, so the
+// order in which statuses arrive cannot matter.
+type level uint8
+
+const (
+	unproven    level = iota // pending, sending, in doubt, or failed before Meta took it (no wamid)
+	lvSent                   // Meta took it
+	lvFailed                 // Meta took it, then failed to deliver it
+	lvDelivered              // on the phone; beats a failed from another device
+	lvRead                   // read, which implies delivered
+)
+
+// statusLevel is the level a webhook status value proves; ok is false for
+// values reconcile ignores ("deleted", "warning", "played", …).
+func statusLevel(s string) (l level, ok bool) {
+	switch s {
+	case "sent":
+		return lvSent, true
+	case "failed":
+		return lvFailed, true
+	case "delivered":
+		return lvDelivered, true
+	case "read":
+		return lvRead, true
+	}
+	return unproven, false
+}
+
+// rowLevel is the level a stored row has reached. A failed row without a
+// wamid failed before Meta took the message (synchronously, or by the
+// in-doubt policy), so a status can still prove it went out.
+func rowLevel(s store.State) level {
+	switch s.Status {
+	case campaign.Sent:
+		return lvSent
+	case campaign.Failed:
+		if s.WAMID != "" {
+			return lvFailed
+		}
+	case campaign.Delivered:
+		return lvDelivered
+	case campaign.Read:
+		return lvRead
+	}
+	return unproven
+}
+
+var levelStatus = [...]campaign.Status{lvSent: campaign.Sent, lvFailed: campaign.Failed, lvDelivered: campaign.Delivered, lvRead: campaign.Read}
+
+// failure is the error a failed status carries.
+type failure struct {
+	code  int
+	title string
+}
+
+// noDetails is the title of a failed status that came without errors[].
+const noDetails = "failed (status webhook without error details)"
+
+// less orders failures so that one of several is chosen whatever the
+// order they came in: a failure with a code before one without, then by
+// code, then by title.
+func (f failure) less(g failure) bool {
+	if (f.code == 0) != (g.code == 0) {
+		return f.code != 0
+	}
+	if f.code != g.code {
+		return f.code < g.code
+	}
+	return f.title < g.title
+}
+
+// evidence is what a set of statuses proves about one row. Its zero value
+// proves nothing. join merges two of them; it is commutative, associative
+// and idempotent, so a row's evidence does not depend on the order or the
+// repetition of its statuses.
+type evidence struct {
+	level level
+	wamid string // the smallest wamid seen
+	// Earliest instant of each status, in Unix milliseconds, 0 if none. A
+	// read counts as delivered too.
+	sent, delivered, read int64
+	fail                  failure // the least failure seen, if hasFail
+	hasFail               bool
+}
+
+// proof returns the evidence of one status; ok is false for status values
+// reconcile ignores.
+func proof(status, wamid string, at time.Time, code int, title string) (e evidence, ok bool) {
+	e.level, ok = statusLevel(status)
+	if !ok {
+		return e, false
+	}
+	e.wamid = wamid
+	ts := unixMS(at)
+	switch e.level {
+	case lvSent:
+		e.sent = ts
+	case lvFailed:
+		if title == "" && code == 0 {
+			title = noDetails
+		}
+		e.fail, e.hasFail = failure{code, title}, true
+	case lvDelivered:
+		e.delivered = ts
+	case lvRead:
+		e.delivered, e.read = ts, ts
+	}
+	return e, true
+}
+
+func (e evidence) join(f evidence) evidence {
+	e.level = max(e.level, f.level)
+	e.wamid = minWAMID(e.wamid, f.wamid)
+	e.sent = earliest(e.sent, f.sent)
+	e.delivered = earliest(e.delivered, f.delivered)
+	e.read = earliest(e.read, f.read)
+	if f.hasFail && (!e.hasFail || f.fail.less(e.fail)) {
+		e.fail, e.hasFail = f.fail, true
+	}
+	return e
+}
+
+// apply returns s with evidence e applied. Skipped rows never change, and
+// nothing moves down: apply(apply(s, e), f) == apply(s, e.join(f)).
+//
+//   - The status becomes that of the higher of the row's level and e's.
+//     When it goes up, the error code and title are replaced: cleared for
+//     sent, delivered and read, the webhook's for failed. A row already
+//     failed by a webhook keeps the least of the failures (see less).
+//   - The wamid is the smallest of the row's and e's. A row with none
+//     (in doubt, failed before Meta answered) gets the webhook's; only a
+//     row that went out twice has two, and then the choice does not
+//     depend on the order of the logs either.
+//   - sent_at, delivered_at and read_at become the earliest instant known
+//     for that status; a read is also a delivery.
+func apply(s store.State, e evidence) store.State {
+	if s.Status == campaign.Skipped || e.level == unproven {
+		return s
+	}
+	from := rowLevel(s)
+	to := max(from, e.level)
+	switch {
+	case to > from && to == lvFailed:
+		s.Status, s.Code, s.Title = campaign.Failed, e.fail.code, e.fail.title
+	case to > from:
+		s.Status, s.Code, s.Title = levelStatus[to], 0, ""
+	case to == lvFailed && e.hasFail && e.fail.less(failure{s.Code, s.Title}):
+		s.Code, s.Title = e.fail.code, e.fail.title
+	}
+	s.WAMID = minWAMID(s.WAMID, e.wamid)
+	s.SentAt = earliestTime(s.SentAt, e.sent)
+	s.DeliveredAt = earliestTime(s.DeliveredAt, e.delivered)
+	s.ReadAt = earliestTime(s.ReadAt, e.read)
+	return s
+}
+
+// same reports whether a and b hold the same values in the fields reconcile
+// writes.
+func same(a, b store.State) bool {
+	return a.Status == b.Status && a.WAMID == b.WAMID && a.Code == b.Code && a.Title == b.Title &&
+		unixMS(a.SentAt) == unixMS(b.SentAt) && unixMS(a.DeliveredAt) == unixMS(b.DeliveredAt) && unixMS(a.ReadAt) == unixMS(b.ReadAt)
+}
+
+// minWAMID is the smaller of two wamids, "" meaning none.
+func minWAMID(a, b string) string {
+	if a == "" || (b != "" && b < a) {
+		return b
+	}
+	return a
+}
+
+// earliest is the earlier of two Unix-millisecond instants, 0 meaning none.
+func earliest(a, b int64) int64 {
+	if a == 0 || (b != 0 && b < a) {
+		return b
+	}
+	return a
+}
+
+func earliestTime(t time.Time, ms int64) time.Time {
+	if ms != 0 && (t.IsZero() || ms < t.UnixMilli()) {
+		return time.UnixMilli(ms)
+	}
+	return t
+}
+
+// unixMS is t in Unix milliseconds, the checkpoint's precision; 0 for the
+// zero time.
+func unixMS(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
+}

@@ -1,0 +1,115 @@
+package sandbox
+
+import (
+	"encoding/binary"
+	"hash/fnv"
+	"time"
+)
+
+// outcome is what the sandbox answers to a request that passed validation
+// and the rate limits.
+type outcome int
+
+const (
+	accepted  outcome = iota
+	late              // accepted, but the answer is held back for LateDelay
+	transient         // 131000, 131016 or a bare code 2; nothing is sent
+	permanent         // 131026; nothing is sent
+)
+
+// fate is everything random about one request, drawn at once from a hash of
+// (seed, to, biz_opaque_callback_data, attempt). Because it depends on nothing
+// else, concurrency and the order of unrelated requests cannot change it.
+type fate struct {
+	outcome   outcome
+	transient failure // when outcome == transient
+
+	failCode  int  // != 0: the webhooks end in failed with this code
+	sentFirst bool // a failed message got a sent status first
+	read      bool // delivered messages: also read
+
+	reorder   bool // emit this message's statuses in reverse order
+	duplicate int  // >= 0: index of a status emitted twice; -1 none
+
+	// offsets of the status timestamps from the moment of acceptance
+	sentAfter, deliveredAfter, readAfter time.Duration
+}
+
+// rates are the fractions fate draws against, from Config.
+type rates struct {
+	transient, permanent, late, fail, read, duplicate, reorder float64
+}
+
+// draw computes the fate of attempt n (1-based) of the message keyed by
+// (to, cbd).
+func draw(seed int64, to, cbd string, n int, r rates) fate {
+	h := fnv.New64a()
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], uint64(seed))
+	h.Write(b[:])
+	h.Write([]byte(to))
+	h.Write([]byte{0})
+	h.Write([]byte(cbd))
+	h.Write([]byte{0})
+	binary.LittleEndian.PutUint64(b[:], uint64(n))
+	h.Write(b[:])
+	u := stream(h.Sum64())
+
+	var f fate
+	switch x := u(0); {
+	case x < r.transient:
+		f.outcome = transient
+		switch k := u(1); {
+		case k < 1.0/3:
+			f.transient = errUnknown
+		case k < 2.0/3:
+			f.transient = errUnavailable
+			if u(2) < 0.5 {
+				f.transient.status = 503
+			}
+		default:
+			f.transient = errService
+		}
+		return f
+	case x < r.transient+r.permanent:
+		f.outcome = permanent
+		return f
+	case x < r.transient+r.permanent+r.late:
+		f.outcome = late
+	default:
+		f.outcome = accepted
+	}
+	f.duplicate = -1
+	if u(3) < r.fail {
+		f.failCode = codeEngagement
+		if u(4) < 0.5 {
+			f.failCode = codeUndeliverable
+			f.sentFirst = true
+		}
+	} else {
+		f.read = u(5) < r.read
+	}
+	if u(6) < r.duplicate {
+		f.duplicate = int(u(7) * 3) // clamped to the statuses present later
+	}
+	f.reorder = u(8) < r.reorder
+	f.sentAfter = time.Duration(u(9) * float64(time.Second))
+	f.deliveredAfter = f.sentAfter + time.Second + time.Duration(u(10)*float64(4*time.Second))
+	f.readAfter = f.deliveredAfter + 5*time.Second + time.Duration(u(11)*float64(115*time.Second))
+	return f
+}
+
+// stream returns independent uniform numbers in [0, 1) derived from h: u(i)
+// is a splitmix64 step away from h, so adding a draw never shifts the others.
+func stream(h uint64) func(i uint64) float64 {
+	return func(i uint64) float64 {
+		return float64(splitmix64(h+i*0x9e3779b97f4a7c15)>>11) / (1 << 53)
+	}
+}
+
+func splitmix64(x uint64) uint64 {
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
+	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
+	return x ^ (x >> 31)
+}

@@ -1,0 +1,605 @@
+// Package sandbox is a fake WhatsApp Cloud API: an http.Handler that answers
+// send-message requests the way Meta does, including the parts a bulk sender
+// must survive — expired tokens, unknown templates, per-number throughput
+// limits (130429), pair rate limits (131056), transient 5xx, permanent
+// failures, answers that never arrive although the message was sent, and
+// status webhooks that come duplicated and out of order.
+//
+// It serves three callers: the engine's tests, `bulksend run --sandbox`
+// (in process) and `bulksend sandbox` (a separate process on 127.0.0.1 for
+// rehearsals). Shapes follow shared/reference/whatsapp-cloud-api.md and are
+// checked against Meta's OpenAPI document in the tests.
+//
+// Everything random is derived from Config.Seed and the message itself (see
+// Config.Seed), so a run can be replayed and concurrency cannot change which
+// message fails.
+package sandbox
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"hash/maphash"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+)
+
+// Template is an approved message template known to the sandbox.
+type Template struct {
+	Name      string
+	Languages []string // language codes it is approved in; empty = any
+	// BodyParams is the number of parameters the body component takes; a
+	// request with another count answers 132000.
+	BodyParams int
+	// Category is reported in webhook pricing (marketing, utility,
+	// authentication…); "" means "marketing".
+	Category string
+}
+
+// Config describes the sandbox's behaviour. The zero value is a well-behaved
+// Cloud API: any token and template accepted, 80 messages/s per number, a
+// 6-second pair limit, no injected failures, no webhooks.
+//
+// Rates are fractions in [0, 1]. TransientRate, PermanentRate and LateRate
+// partition the requests that pass validation and the limits, so their sum
+// should not exceed 1.
+type Config struct {
+	// Seed makes outcomes reproducible. The fate of a request is a hash of
+	// (Seed, to, biz_opaque_callback_data, attempt), where attempt counts
+	// the requests for the same callback data (or, without one, the same
+	// recipient) that got past validation and the rate limits; requests
+	// rejected earlier do not use up a draw. Concurrency therefore changes
+	// which requests are throttled but not what happens to a given attempt.
+	Seed int64
+
+	Token        string // the accepted bearer token; "" accepts any non-empty token
+	ExpiredToken string // this token answers 190 (HTTP 401)
+
+	// Templates is the registry. An unknown name or language answers 132001
+	// (HTTP 404), a wrong number of body parameters 132000. Empty accepts
+	// any template.
+	Templates []Template
+
+	// PhoneNumberIDs are the sender numbers that exist; a request for
+	// another answers code 100 (HTTP 400) as Graph does for unknown objects.
+	// Empty accepts any all-digit id.
+	PhoneNumberIDs []string
+
+	// Rate is the messages per second a phone number may send, enforced
+	// over a sliding one-second window: a message is throttled (130429, HTTP
+	// 400) when the number already had floor(Rate) (at least 1) accepted
+	// messages in the preceding second. Only accepted messages count. 0 means 80 (Meta's
+	// default); negative disables the limit. Rates overrides it per
+	// phone-number-id, with the same conventions.
+	Rate  float64
+	Rates map[string]float64
+
+	// PairInterval is the pair rate limit: a second accepted message from
+	// the same number to the same recipient within this interval answers
+	// 131056. 0 means 6s; negative disables. (Meta also allows a burst of
+	// 45 that borrows from later quota; the sandbox does not.)
+	PairInterval time.Duration
+
+	// Latency ± a uniform Jitter delays every answer.
+	Latency, Jitter time.Duration
+
+	// TransientRate is the fraction answered with a transient error, split
+	// evenly between 131000 (HTTP 500), 131016 (HTTP 500 or 503) and a bare
+	// Graph code 2 (HTTP 503). Nothing is sent for them.
+	TransientRate float64
+	// PermanentRate is the fraction answered 131026 (HTTP 400).
+	PermanentRate float64
+	// LateRate is the fraction accepted (counted, webhooks emitted) whose
+	// answer is held back for LateDelay, so the client times out not knowing
+	// whether the message went out. The wait ends early when the request's
+	// context is cancelled or the sandbox is closed.
+	LateRate  float64
+	LateDelay time.Duration // 0 means 60s
+
+	// FailRate is the fraction of accepted messages whose webhooks end in
+	// failed (131049, or 131026 after a sent) instead of delivered.
+	FailRate float64
+	// ReadRate is the fraction of delivered messages that are also read.
+	ReadRate float64
+	// DuplicateRate is the fraction of accepted messages one of whose status
+	// webhooks is emitted twice; ReorderRate the fraction whose statuses are
+	// emitted newest first.
+	DuplicateRate, ReorderRate float64
+
+	// Webhooks, if set, receives one status-webhook POST body per line
+	// (newline-delimited JSON), as Meta would deliver them. Writes come from
+	// one goroutine and are buffered (flushed whenever the queue runs dry),
+	// so they are complete only after Close; read a plain bytes.Buffer only
+	// then.
+	Webhooks io.Writer
+	// WebhookURL, if set, receives each webhook body as a POST, signed with
+	// X-Hub-Signature-256 when AppSecret is set. Delivery is attempted once.
+	WebhookURL string
+	AppSecret  string
+
+	// Accepted, if set, receives one JSON line per accepted message (wamid,
+	// phone_number_id, to, callback data, time, attempt, late, final
+	// status): the ground truth to reconcile against. Written like Webhooks.
+	//
+	// The sandbox keeps a small record per callback data (attempts,
+	// acceptances) for the life of the Server, to draw fates and count
+	// duplicates: memory grows with the number of distinct messages.
+	Accepted io.Writer
+
+	// WABAID is the entry id in webhooks; "" means "100000000000001".
+	WABAID string
+
+	// Now is the clock for rate limits and webhook timestamps; nil means
+	// time.Now. Delays (Latency, LateDelay) always use real time.
+	Now func() time.Time
+}
+
+// Server is the fake Cloud API. It is an http.Handler serving
+//
+//	POST /{version}/{phone-number-id}/messages   (version optional, e.g. v23.0)
+//	GET  /_sandbox/stats                          Stats as JSON
+//
+// It is safe for concurrent use. Close it to flush webhooks and release
+// late answers.
+type Server struct {
+	cfg       Config
+	now       func() time.Time
+	pair      time.Duration
+	lateDelay time.Duration
+	rates     rates
+	templates map[string][]Template
+	wabaID    string
+	nonce     uint32 // distinguishes wamids of different sandbox instances
+
+	numbers sync.Map // phone-number-id -> *number
+	known   bool     // PhoneNumberIDs restricts the numbers
+
+	tallies  [64]tallyShard
+	hashSeed maphash.Seed
+
+	seq atomic.Uint64 // wamid and fbtrace_id counter
+
+	stats counters
+
+	done      chan struct{} // closed by Close: releases waiting answers
+	qmu       sync.RWMutex  // held for reading while enqueueing, for writing to close queue
+	closed    bool          // guarded by qmu
+	queue     chan emission // nil when there is nothing to emit
+	emitWG    sync.WaitGroup
+	closeOnce sync.Once
+	closeErr  error
+	emitter   *emitter
+}
+
+// tallyShard counts, per message key, the attempts that reached a verdict and
+// how many were accepted.
+type tallyShard struct {
+	mu sync.Mutex
+	m  map[string]*tally
+}
+
+type tally struct{ seen, accepted int }
+
+// New returns a Server for cfg; it starts the webhook emitter if Webhooks,
+// WebhookURL or Accepted is set.
+func New(cfg Config) *Server {
+	s := &Server{
+		cfg:       cfg,
+		now:       cfg.Now,
+		pair:      cfg.PairInterval,
+		lateDelay: cfg.LateDelay,
+		wabaID:    cfg.WABAID,
+		templates: map[string][]Template{},
+		hashSeed:  maphash.MakeSeed(),
+		nonce:     rand.Uint32() & 0xffffff,
+		done:      make(chan struct{}),
+		rates: rates{
+			transient: cfg.TransientRate, permanent: cfg.PermanentRate, late: cfg.LateRate,
+			fail: cfg.FailRate, read: cfg.ReadRate, duplicate: cfg.DuplicateRate, reorder: cfg.ReorderRate,
+		},
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if s.pair == 0 {
+		s.pair = 6 * time.Second
+	}
+	if s.lateDelay <= 0 {
+		s.lateDelay = 60 * time.Second
+	}
+	if s.wabaID == "" {
+		s.wabaID = "100000000000001"
+	}
+	for _, t := range cfg.Templates {
+		s.templates[t.Name] = append(s.templates[t.Name], t)
+	}
+	for _, id := range cfg.PhoneNumberIDs {
+		s.known = true
+		s.numbers.Store(id, s.newNumber(id))
+	}
+	for i := range s.tallies {
+		s.tallies[i].m = map[string]*tally{}
+	}
+	s.stats.init()
+	if cfg.Webhooks != nil || cfg.WebhookURL != "" || cfg.Accepted != nil {
+		s.queue = make(chan emission, 4096)
+		s.emitter = newEmitter(cfg, &s.stats)
+		s.emitter.start(s.queue, &s.emitWG)
+	}
+	return s
+}
+
+func (s *Server) newNumber(id string) *number {
+	rate := s.cfg.Rate
+	if r, ok := s.cfg.Rates[id]; ok {
+		rate = r
+	}
+	limit := 0
+	switch {
+	case rate == 0:
+		limit = 80
+	case rate > 0:
+		limit = max(1, int(rate))
+	}
+	h := fnv.New32a()
+	h.Write([]byte(id))
+	return &number{id: id, limit: limit, display: fmt.Sprintf("1555%07d", h.Sum32()%10_000_000)}
+}
+
+func (s *Server) number(id string) (*number, bool) {
+	if n, ok := s.numbers.Load(id); ok {
+		return n.(*number), true
+	}
+	if s.known {
+		return nil, false
+	}
+	n, _ := s.numbers.LoadOrStore(id, s.newNumber(id))
+	return n.(*number), true
+}
+
+// Close stops accepting webhook work, releases answers held back by
+// LateDelay or Latency, and waits until every webhook is written and posted.
+// It returns the first error writing Webhooks or Accepted. Requests arriving
+// after Close answer code 2 (HTTP 503). Close is idempotent.
+func (s *Server) Close() error {
+	s.closeOnce.Do(func() {
+		close(s.done)
+		s.qmu.Lock()
+		s.closed = true
+		if s.queue != nil {
+			close(s.queue)
+		}
+		s.qmu.Unlock()
+		s.emitWG.Wait()
+		if s.emitter != nil {
+			s.closeErr = s.emitter.err
+		}
+	})
+	return s.closeErr
+}
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	path := strings.Trim(r.URL.Path, "/")
+	if path == "_sandbox/stats" {
+		if r.Method != http.MethodGet {
+			s.writeError(w, unsupportedRequest(strings.ToLower(r.Method)))
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(s.Stats())
+		return
+	}
+	s.stats.requests.Add(1)
+	parts := strings.Split(path, "/")
+	version := ""
+	if len(parts) == 3 && isVersion(parts[0]) {
+		version, parts = parts[0], parts[1:]
+	}
+	if len(parts) != 2 || parts[1] != "messages" || !isDigits(parts[0]) {
+		s.fail(w, unknownObject(strings.ToLower(r.Method), strings.Join(parts, "/")))
+		return
+	}
+	if r.Method != http.MethodPost {
+		s.fail(w, unsupportedRequest(strings.ToLower(r.Method)))
+		return
+	}
+	select {
+	case <-s.done:
+		s.fail(w, errService)
+		return
+	default:
+	}
+	s.send(w, r, version, parts[0])
+}
+
+// send handles POST /{version}/{phone-number-id}/messages.
+func (s *Server) send(w http.ResponseWriter, r *http.Request, version, phoneID string) {
+	if f := s.auth(r); f.code != 0 {
+		s.fail(w, f)
+		return
+	}
+	num, ok := s.number(phoneID)
+	if !ok {
+		s.fail(w, unknownObject("post", phoneID))
+		return
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20+1))
+	if err != nil {
+		return // the client went away
+	}
+	req, tmpl, f := s.parse(body)
+	if f.code != 0 {
+		s.fail(w, f)
+		return
+	}
+	waID := strings.TrimPrefix(req.To, "+")
+
+	key := req.BizOpaqueCallbackData
+	if key == "" {
+		key = "\x00" + waID
+	}
+	shard := &s.tallies[maphash.String(s.hashSeed, key)%uint64(len(s.tallies))]
+
+	var (
+		ft      fate
+		attempt int
+		at      = s.now()
+	)
+	f = num.admit(at, waID, s.pair, func() bool {
+		shard.mu.Lock()
+		defer shard.mu.Unlock()
+		t := shard.m[key]
+		if t == nil {
+			t = &tally{}
+			shard.m[key] = t
+		}
+		t.seen++
+		attempt = t.seen
+		ft = draw(s.cfg.Seed, waID, req.BizOpaqueCallbackData, attempt, s.rates)
+		if ft.outcome != accepted && ft.outcome != late {
+			return false
+		}
+		t.accepted++
+		if t.accepted > 1 && req.BizOpaqueCallbackData != "" {
+			s.stats.duplicates.Add(1)
+		}
+		return true
+	})
+	switch {
+	case f.code == codeThrottled:
+		s.stats.throttled.Add(1)
+	case f.code == codePairLimited:
+		s.stats.pairLimited.Add(1)
+	case f.code != 0:
+	case ft.outcome == transient:
+		f = ft.transient
+	case ft.outcome == permanent:
+		f = errUndeliverable
+	}
+	if f.code != 0 {
+		if s.delay(r.Context(), s.latency()) {
+			s.fail(w, f)
+		}
+		return
+	}
+
+	s.stats.accepted.Add(1)
+	wamid := s.wamid(waID)
+	s.emit(num, version, wamid, req, waID, tmpl, at, attempt, ft)
+
+	d := s.latency()
+	if ft.outcome == late {
+		s.stats.late.Add(1)
+		d += s.lateDelay
+	}
+	if !s.delay(r.Context(), d) {
+		return
+	}
+	resp, _ := json.Marshal(sendResponse{
+		MessagingProduct: "whatsapp",
+		Contacts:         []contactResp{{Input: req.To, WaID: waID}},
+		Messages:         []messageResp{{ID: wamid, MessageStatus: "accepted"}},
+	})
+	w.Header().Set("Content-Type", "application/json; charset=UTF-8")
+	w.Write(resp)
+}
+
+func (s *Server) auth(r *http.Request) failure {
+	h := r.Header.Get("Authorization")
+	scheme, token, _ := strings.Cut(h, " ")
+	token = strings.TrimSpace(token)
+	if !strings.EqualFold(scheme, "Bearer") || token == "" {
+		return errNoToken
+	}
+	if s.cfg.ExpiredToken != "" && token == s.cfg.ExpiredToken {
+		return errExpiredToken
+	}
+	if s.cfg.Token != "" && token != s.cfg.Token {
+		return errBadToken
+	}
+	return failure{}
+}
+
+// parse validates a send request the way the Cloud API does, in its order:
+// JSON, messaging_product, recipient, type, template.
+func (s *Server) parse(body []byte) (sendRequest, Template, failure) {
+	var req sendRequest
+	if len(body) > 1<<20 {
+		return req, Template{}, invalidParam("Request body is larger than 1 MB.")
+	}
+	if err := json.Unmarshal(body, &req); err != nil {
+		return req, Template{}, invalidParam("Request body is not valid JSON: " + err.Error())
+	}
+	switch {
+	case req.MessagingProduct == "":
+		return req, Template{}, invalidParam("The parameter messaging_product is required.")
+	case req.MessagingProduct != "whatsapp":
+		return req, Template{}, invalidParam("Param messaging_product must be 'whatsapp'.")
+	case req.RecipientType != "" && req.RecipientType != "individual":
+		return req, Template{}, invalidParam("The sandbox supports recipient_type 'individual' only.")
+	case req.To == "":
+		return req, Template{}, missingParam("to")
+	case !isPhone(req.To):
+		return req, Template{}, waError(codeBadValue, "Parameter value is not valid", fmt.Sprintf("Invalid phone number %q.", req.To))
+	case req.Type == "":
+		return req, Template{}, missingParam("type")
+	case req.Type != "template":
+		return req, Template{}, waError(codeUnsupported, "Unsupported message type", fmt.Sprintf("The sandbox supports template messages only, not %q.", req.Type))
+	case utf8.RuneCountInString(req.BizOpaqueCallbackData) > 512:
+		return req, Template{}, invalidParam("Param biz_opaque_callback_data must be at most 512 characters long.")
+	case req.Template == nil:
+		return req, Template{}, missingParam("template")
+	case req.Template.Name == "":
+		return req, Template{}, missingParam("template.name")
+	case req.Template.Language == nil || req.Template.Language.Code == "":
+		return req, Template{}, missingParam("template.language.code")
+	}
+	name, lang := req.Template.Name, req.Template.Language.Code
+	params := 0
+	for _, c := range req.Template.Components {
+		if strings.EqualFold(c.Type, "body") {
+			params += len(c.Parameters)
+		}
+	}
+	if len(s.templates) == 0 {
+		return req, Template{Name: name, Category: "marketing"}, failure{}
+	}
+	for _, t := range s.templates[name] {
+		if len(t.Languages) > 0 && !slices.Contains(t.Languages, lang) {
+			continue
+		}
+		if params != t.BodyParams {
+			return req, t, waError(codeParamCount, "Number of parameters does not match the expected number of params",
+				fmt.Sprintf("body: number of localizable_params (%d) does not match the expected number of params (%d)", params, t.BodyParams))
+		}
+		if t.Category == "" {
+			t.Category = "marketing"
+		}
+		return req, t, failure{}
+	}
+	return req, Template{}, waError(codeNoTemplate, "Template name does not exist in the translation",
+		fmt.Sprintf("template name (%s) does not exist in %s", name, lang))
+}
+
+// fail counts a Graph error answer and writes it.
+func (s *Server) fail(w http.ResponseWriter, f failure) {
+	if c := s.stats.errors[f.code]; c != nil {
+		c.Add(1)
+	}
+	s.writeError(w, f)
+}
+
+func (s *Server) writeError(w http.ResponseWriter, f failure) {
+	e := apiError{
+		Message:      f.message,
+		Type:         "OAuthException",
+		Code:         f.code,
+		ErrorSubcode: f.subcode,
+		IsTransient:  f.transient,
+		FBTraceID:    s.traceID(),
+	}
+	if !f.graph {
+		e.ErrorData = &errorData{MessagingProduct: "whatsapp", Details: f.details}
+	}
+	b, _ := json.Marshal(errorBody{Error: e})
+	if f.code == codeToken || f.code == codePermission {
+		w.Header().Set("WWW-Authenticate", `OAuth "Facebook Platform" "invalid_token" "`+f.message+`"`)
+	}
+	w.Header().Set("Content-Type", "application/json; charset=UTF-8")
+	w.WriteHeader(f.status)
+	w.Write(b)
+}
+
+// latency draws this answer's delay. It uses the global generator: delays
+// are not part of a message's fate.
+func (s *Server) latency() time.Duration {
+	d := s.cfg.Latency
+	if s.cfg.Jitter > 0 {
+		d += time.Duration((2*rand.Float64() - 1) * float64(s.cfg.Jitter))
+	}
+	return max(d, 0)
+}
+
+// delay waits d; it reports false if the client went away first. Close
+// ends the wait early (and the answer is then written).
+func (s *Server) delay(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-s.done:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// wamid makes a message id shaped like Meta's: base64 of a small protobuf
+// holding the recipient and an 18-character hex id (here: this sandbox's
+// nonce and a counter), well under the documented 128-character maximum.
+func (s *Server) wamid(waID string) string {
+	b := make([]byte, 0, 64)
+	b = append(b, 0x1c, 0x18, byte(len(waID)))
+	b = append(b, waID...)
+	b = append(b, 0x15, 0x02, 0x00, 0x11, 0x18, 0x12)
+	b = fmt.Appendf(b, "%06X%012X", s.nonce, s.seq.Add(1)&0xffffffffffff)
+	b = append(b, 0x00)
+	return "wamid." + base64.StdEncoding.EncodeToString(b)
+}
+
+func (s *Server) traceID() string {
+	var b [16]byte
+	x := s.seq.Add(1) ^ uint64(s.nonce)<<40
+	binary.LittleEndian.PutUint64(b[:8], splitmix64(x))
+	binary.LittleEndian.PutUint64(b[8:], splitmix64(^x))
+	return "A" + base64.RawURLEncoding.EncodeToString(b[:])[:22]
+}
+
+func isVersion(s string) bool {
+	v, ok := strings.CutPrefix(s, "v")
+	maj, min, ok2 := strings.Cut(v, ".")
+	return ok && ok2 && isDigits(maj) && isDigits(min)
+}
+
+// versionBefore24 reports whether the path version is older than v24.0,
+// which still carries conversation objects in status webhooks. No version
+// means the newest.
+func versionBefore24(v string) bool {
+	maj, _, _ := strings.Cut(strings.TrimPrefix(v, "v"), ".")
+	n, err := strconv.Atoi(maj)
+	return err == nil && n < 24
+}
+
+func isDigits(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// isPhone accepts what E.164 allows: an optional '+' then 7 to 15 digits.
+func isPhone(s string) bool {
+	d := strings.TrimPrefix(s, "+")
+	return len(d) >= 7 && len(d) <= 15 && isDigits(d)
+}

@@ -1,0 +1,84 @@
+package sandbox
+
+import (
+	"sync/atomic"
+)
+
+// Stats is a snapshot of what the sandbox has seen. It is also served as
+// JSON at GET /_sandbox/stats; fields are only ever added.
+type Stats struct {
+	Requests    int64 `json:"requests"`     // requests to the messages API (not /_sandbox/)
+	Accepted    int64 `json:"accepted"`     // answered (or, when late, meant to answer) 200
+	Throttled   int64 `json:"throttled"`    // 130429 answers
+	PairLimited int64 `json:"pair_limited"` // 131056 answers
+	// Errors counts error answers by code, throttling included.
+	Errors map[int]int64 `json:"errors"`
+	// MaxPerSecond is, per phone-number-id, the most messages accepted in
+	// any sliding one-second window: compare it with the configured Rate.
+	MaxPerSecond map[string]int `json:"max_per_second"`
+	// Duplicates counts accepted messages whose biz_opaque_callback_data had
+	// already been accepted: messages a recipient would get twice.
+	Duplicates int64 `json:"duplicates"`
+	Late       int64 `json:"late"` // accepted messages whose answer was held back
+
+	// Final outcomes reported by the status webhooks of accepted messages.
+	Delivered int64 `json:"delivered"` // delivered, read ones included
+	Read      int64 `json:"read"`
+	Failed    int64 `json:"failed"`
+
+	Webhooks          int64 `json:"webhooks"`            // webhook bodies emitted
+	WebhookDuplicates int64 `json:"webhook_duplicates"`  // bodies emitted a second time on purpose
+	WebhookReordered  int64 `json:"webhook_reordered"`   // messages whose statuses were emitted newest first
+	WebhookPostErrors int64 `json:"webhook_post_errors"` // POSTs to WebhookURL that failed or were not 2xx
+}
+
+// counters are the live values behind Stats; all atomic, so the hot path
+// takes no lock to count.
+type counters struct {
+	requests, accepted, throttled, pairLimited atomic.Int64
+	duplicates, late                           atomic.Int64
+	delivered, read, failed                    atomic.Int64
+	webhooks, whDuplicates, whReordered        atomic.Int64
+	whPostErrors                               atomic.Int64
+	errors                                     map[int]*atomic.Int64 // fixed keys: knownCodes
+}
+
+func (c *counters) init() {
+	c.errors = make(map[int]*atomic.Int64, len(knownCodes))
+	for _, code := range knownCodes {
+		c.errors[code] = new(atomic.Int64)
+	}
+}
+
+// Stats returns a snapshot of the counters. Counters are read one by one, so
+// a snapshot taken under load may be slightly inconsistent across fields.
+func (s *Server) Stats() Stats {
+	c := &s.stats
+	st := Stats{
+		Requests:          c.requests.Load(),
+		Accepted:          c.accepted.Load(),
+		Throttled:         c.throttled.Load(),
+		PairLimited:       c.pairLimited.Load(),
+		Errors:            map[int]int64{},
+		MaxPerSecond:      map[string]int{},
+		Duplicates:        c.duplicates.Load(),
+		Late:              c.late.Load(),
+		Delivered:         c.delivered.Load(),
+		Read:              c.read.Load(),
+		Failed:            c.failed.Load(),
+		Webhooks:          c.webhooks.Load(),
+		WebhookDuplicates: c.whDuplicates.Load(),
+		WebhookReordered:  c.whReordered.Load(),
+		WebhookPostErrors: c.whPostErrors.Load(),
+	}
+	for code, n := range c.errors {
+		if v := n.Load(); v > 0 {
+			st.Errors[code] = v
+		}
+	}
+	s.numbers.Range(func(k, v any) bool {
+		st.MaxPerSecond[k.(string)] = v.(*number).max()
+		return true
+	})
+	return st
+}

@@ -1,0 +1,263 @@
+package sandbox
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+)
+
+// Wire shapes of the Cloud API, as in shared/reference/whatsapp-cloud-api.md
+// §1–§3 and §5 and Meta's OpenAPI schemas Message, MessageResponsePayload,
+// GraphAPIError and WebhookPayload.
+
+// sendRequest is the part of a send-message body the sandbox looks at. Other
+// fields are ignored, as Meta ignores fields it does not process.
+type sendRequest struct {
+	MessagingProduct      string          `json:"messaging_product"`
+	RecipientType         string          `json:"recipient_type"`
+	To                    string          `json:"to"`
+	Type                  string          `json:"type"`
+	BizOpaqueCallbackData string          `json:"biz_opaque_callback_data"`
+	Template              *templateObject `json:"template"`
+}
+
+type templateObject struct {
+	Name     string `json:"name"`
+	Language *struct {
+		Code   string `json:"code"`
+		Policy string `json:"policy"`
+	} `json:"language"`
+	Components []struct {
+		Type       string            `json:"type"`
+		Parameters []json.RawMessage `json:"parameters"`
+	} `json:"components"`
+}
+
+type sendResponse struct {
+	MessagingProduct string        `json:"messaging_product"`
+	Contacts         []contactResp `json:"contacts"`
+	Messages         []messageResp `json:"messages"`
+}
+
+type contactResp struct {
+	Input string `json:"input"`
+	WaID  string `json:"wa_id"`
+}
+
+type messageResp struct {
+	ID            string `json:"id"`
+	MessageStatus string `json:"message_status"`
+}
+
+type errorBody struct {
+	Error apiError `json:"error"`
+}
+
+type apiError struct {
+	Message      string     `json:"message"`
+	Type         string     `json:"type"`
+	Code         int        `json:"code"`
+	ErrorSubcode int        `json:"error_subcode,omitempty"`
+	ErrorData    *errorData `json:"error_data,omitempty"`
+	IsTransient  bool       `json:"is_transient,omitempty"`
+	FBTraceID    string     `json:"fbtrace_id"`
+}
+
+type errorData struct {
+	MessagingProduct string `json:"messaging_product"`
+	Details          string `json:"details"`
+}
+
+// failure is a synchronous error answer: an HTTP status and a Graph error.
+type failure struct {
+	status  int
+	code    int
+	message string // full message, e.g. "(#130429) Rate limit hit"
+	details string // error_data.details; "" leaves error_data out
+	subcode int
+	// graph marks Graph-platform errors (auth, unknown object, code 2),
+	// which Meta answers without WhatsApp's error_data.
+	graph     bool
+	transient bool
+}
+
+// Error codes the sandbox answers or reports in webhooks.
+const (
+	codeService       = 2      // API Service: temporary downtime or overload (HTTP 503)
+	codeInvalidParam  = 100    // invalid parameter
+	codeToken         = 190    // access token expired or invalid (HTTP 401)
+	codePermission    = 200    // "No access token was provided" (HTTP 403)
+	codeThrottled     = 130429 // per-number throughput
+	codeUnknown       = 131000 // something went wrong (HTTP 500)
+	codeMissingParam  = 131008
+	codeBadValue      = 131009
+	codeUnavailable   = 131016 // service unavailable (HTTP 500 or 503)
+	codeUndeliverable = 131026 // message undeliverable
+	codeEngagement    = 131049 // per-user marketing limit; asynchronous only
+	codeUnsupported   = 131051
+	codePairLimited   = 131056
+	codeParamCount    = 132000
+	codeNoTemplate    = 132001 // HTTP 404
+)
+
+// knownCodes lists every code an answer can carry, so Stats can keep one
+// lock-free counter per code.
+var knownCodes = []int{
+	codeService, codeInvalidParam, codeToken, codePermission, codeThrottled,
+	codeUnknown, codeMissingParam, codeBadValue, codeUnavailable, codeUndeliverable,
+	codeUnsupported, codePairLimited, codeParamCount, codeNoTemplate,
+}
+
+// waError builds a WhatsApp-level error; the HTTP statuses are those of the
+// older Meta error table (fact sheet §3–§4).
+func waError(code int, title, details string) failure {
+	status := http.StatusBadRequest
+	switch code {
+	case codeUnknown, codeUnavailable:
+		status = http.StatusInternalServerError
+	case codeNoTemplate:
+		status = http.StatusNotFound
+	}
+	return failure{status: status, code: code, message: fmt.Sprintf("(#%d) %s", code, title), details: details}
+}
+
+func missingParam(name string) failure {
+	return waError(codeMissingParam, "Required parameter is missing", fmt.Sprintf("The parameter %s is required.", name))
+}
+
+func invalidParam(details string) failure {
+	return waError(codeInvalidParam, "Invalid parameter", details)
+}
+
+var (
+	errNoToken = failure{status: http.StatusForbidden, code: codePermission, graph: true,
+		message: "(#200) No access token was provided"}
+	errBadToken = failure{status: http.StatusUnauthorized, code: codeToken, graph: true,
+		message: "Invalid OAuth access token - Cannot parse access token"}
+	errExpiredToken = failure{status: http.StatusUnauthorized, code: codeToken, subcode: 463, graph: true,
+		message: "Error validating access token: Session has expired."}
+	errService = failure{status: http.StatusServiceUnavailable, code: codeService, graph: true, transient: true,
+		message: "(#2) Service temporarily unavailable"}
+	errThrottled = waError(codeThrottled, "Rate limit hit",
+		"Cloud API message throughput has been reached.")
+	errPairLimited = waError(codePairLimited, "(Business Account, Consumer Account) pair rate limit hit",
+		"Message failed to send because there were too many messages sent from this phone number to the same phone number in a short period of time.")
+	errUnknown = waError(codeUnknown, "Something went wrong",
+		"Message failed to send due to an unknown error.")
+	errUnavailable = waError(codeUnavailable, "Service unavailable",
+		"A service is temporarily unavailable.")
+	errUndeliverable = waError(codeUndeliverable, "Message undeliverable",
+		"Message undeliverable: the recipient may not be a WhatsApp user or may not have accepted the latest terms.")
+)
+
+func unknownObject(method, id string) failure {
+	return failure{status: http.StatusBadRequest, code: codeInvalidParam, subcode: 33, graph: true,
+		message: fmt.Sprintf("Unsupported %s request. Object with ID '%s' does not exist, cannot be loaded due to missing permissions, or does not support this operation.", method, id)}
+}
+
+func unsupportedRequest(method string) failure {
+	return failure{status: http.StatusBadRequest, code: codeInvalidParam, graph: true,
+		message: fmt.Sprintf("Unsupported %s request.", method)}
+}
+
+// Webhook shapes (fact sheet §5, OpenAPI WebhookPayload/Statuses).
+
+type webhookBody struct {
+	Object string    `json:"object"`
+	Entry  []whEntry `json:"entry"`
+}
+
+type whEntry struct {
+	ID      string     `json:"id"`
+	Changes []whChange `json:"changes"`
+}
+
+type whChange struct {
+	Value whValue `json:"value"`
+	Field string  `json:"field"`
+}
+
+type whValue struct {
+	MessagingProduct string     `json:"messaging_product"`
+	Metadata         whMetadata `json:"metadata"`
+	Statuses         []whStatus `json:"statuses"`
+}
+
+type whMetadata struct {
+	DisplayPhoneNumber string `json:"display_phone_number"`
+	PhoneNumberID      string `json:"phone_number_id"`
+}
+
+type whStatus struct {
+	ID                    string          `json:"id"`
+	Status                string          `json:"status"`
+	Timestamp             string          `json:"timestamp"`
+	RecipientID           string          `json:"recipient_id"`
+	BizOpaqueCallbackData string          `json:"biz_opaque_callback_data,omitempty"`
+	Conversation          *whConversation `json:"conversation,omitempty"`
+	Pricing               *whPricing      `json:"pricing,omitempty"`
+	Errors                []whError       `json:"errors,omitempty"`
+}
+
+type whConversation struct {
+	ID                  string   `json:"id"`
+	ExpirationTimestamp string   `json:"expiration_timestamp,omitempty"`
+	Origin              whOrigin `json:"origin"`
+}
+
+type whOrigin struct {
+	Type string `json:"type"`
+}
+
+type whPricing struct {
+	Billable     bool   `json:"billable"`
+	PricingModel string `json:"pricing_model"`
+	Type         string `json:"type"`
+	Category     string `json:"category"`
+}
+
+type whError struct {
+	Code      int         `json:"code"`
+	Title     string      `json:"title"`
+	Message   string      `json:"message"`
+	ErrorData whErrorData `json:"error_data"`
+	Href      string      `json:"href"`
+}
+
+type whErrorData struct {
+	Details string `json:"details"`
+}
+
+const errorHref = "/documentation/business-messaging/whatsapp/support/error-codes"
+
+// asyncErrors are the failures reported in `failed` status webhooks.
+var asyncErrors = map[int]whError{
+	codeEngagement: {
+		Code:      codeEngagement,
+		Title:     "This message was not delivered to maintain healthy ecosystem engagement.",
+		Message:   "This message was not delivered to maintain healthy ecosystem engagement.",
+		ErrorData: whErrorData{Details: "In order to maintain a healthy ecosystem engagement, the message failed to be delivered."},
+		Href:      errorHref,
+	},
+	codeUndeliverable: {
+		Code:      codeUndeliverable,
+		Title:     "Message undeliverable",
+		Message:   "Message undeliverable",
+		ErrorData: whErrorData{Details: "Message Undeliverable."},
+		Href:      errorHref,
+	},
+}
+
+// acceptedRecord is one line of Config.Accepted.
+type acceptedRecord struct {
+	WAMID                 string `json:"wamid"`
+	PhoneNumberID         string `json:"phone_number_id"`
+	To                    string `json:"to"`
+	BizOpaqueCallbackData string `json:"biz_opaque_callback_data,omitempty"`
+	Template              string `json:"template"`
+	Language              string `json:"language"`
+	Time                  string `json:"time"`    // RFC 3339, from Config.Now
+	Attempt               int    `json:"attempt"` // 1 for the first request of this message that reached a verdict
+	Late                  bool   `json:"late,omitempty"`
+	Final                 string `json:"final"` // last status its webhooks report: delivered, read or failed
+}
