@@ -121,6 +121,10 @@ func exitCode(err error) (int, string) {
 		return ExitLocked, "wait for that run to finish; a crashed run releases the lock by itself"
 	case errors.As(err, &fatal):
 		return ExitFatal, fatal.Err.Hint()
+	case errors.Is(err, csvin.ErrInvalidUTF8):
+		return ExitUsage, "save the file as \"CSV UTF-8\" and run again: nothing was sent"
+	case errors.Is(err, csvin.ErrUnknownRegion):
+		return ExitUsage, "--default-region takes a two-letter ISO 3166 code, e.g. GB, US, BR"
 	case errors.As(err, &lineErr), errors.Is(err, csvin.ErrNoHeader), errors.Is(err, csvin.ErrNoPhoneColumn), errors.Is(err, csvin.ErrDuplicateColumn):
 		return ExitUsage, "fix the CSV and run again: nothing was sent"
 	case errors.Is(err, engine.ErrUnreachable):

@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -104,10 +105,11 @@ type Record struct {
 // memory. It does not deduplicate phone numbers; that is the caller's
 // business.
 //
-// A Reader is not safe for concurrent use. Internally it normalizes the phone
-// numbers of a small batch of rows on all CPUs while the caller is handed the
-// rows of the previous batch one by one; no goroutine outlives a call to
-// Next, so a Reader that is dropped halfway needs no Close.
+// A Reader is not safe for concurrent use. Internally, when Next has handed
+// out every row it holds, it reads the next few hundred and normalizes their
+// phone numbers on all CPUs, since that costs more than reading them. No
+// goroutine outlives a call to Next, so a Reader dropped halfway needs no
+// Close.
 type Reader struct {
 	csv    *csv.Reader
 	norm   normalizer
@@ -115,9 +117,9 @@ type Reader struct {
 	params []string
 	width  int // fields per row
 	phone  int
-	from   int // -1 when absent
-	id     int // -1 when absent
-	cols   []int
+	from   int   // -1 when absent
+	id     int   // -1 when absent
+	cols   []int // the parameter columns
 	skip   []int // unnamed columns: ignored, but must stay empty
 
 	batch   []Record
@@ -242,16 +244,20 @@ func (rd *Reader) mapHeader(fields []string) error {
 	if len(fields) == 1 && strings.ContainsAny(fields[0], ";\t") {
 		return fmt.Errorf("%w: the header is one column %q; values must be separated by commas, not semicolons or tabs", ErrNoPhoneColumn, fields[0])
 	}
-	quoted := make([]string, 0, len(rd.header))
-	for _, name := range rd.header {
+	var quoted []string
+	for i, name := range rd.header {
+		if i == 10 {
+			quoted = append(quoted, "…")
+			break
+		}
 		quoted = append(quoted, strconv.Quote(name))
 	}
 	return fmt.Errorf("%w (columns: %s)", ErrNoPhoneColumn, strings.Join(quoted, ", "))
 }
 
 // Params returns the names of the parameter columns, trimmed, in the order of
-// Record.Params. The caller must not modify the slice.
-func (rd *Reader) Params() []string { return rd.params }
+// Record.Params.
+func (rd *Reader) Params() []string { return slices.Clone(rd.params) }
 
 // HasFrom reports whether the file has a "from" column.
 func (rd *Reader) HasFrom() bool { return rd.from >= 0 }

@@ -45,7 +45,7 @@ func BenchmarkReconcile(b *testing.B) {
 		}
 		b.StartTimer()
 		c0 := cpuTime()
-		sum, err := Apply(ctx, st, webhook.NewReader(bytes.NewReader(log)), Options{Batch: benchBatch, Now: func() time.Time { return at(100) }})
+		sum, err := Apply(ctx, st, webhook.NewReader(bytes.NewReader(log)), Options{CampaignID: testCampaign, MaxAttempts: 3, Batch: benchBatch, Now: func() time.Time { return at(100) }})
 		b.StopTimer()
 		cpu += cpuTime() - c0
 		if err != nil {

@@ -164,6 +164,37 @@ func apply(s store.State, e evidence) store.State {
 	return s
 }
 
+// changes reports whether apply(*s, *e) would differ from *s (same(s,
+// apply(s, e)) is false), without building the new state. It is for
+// evidence of a single status, whose failure is set only at lvFailed.
+func changes(s *store.State, e *evidence) bool {
+	if s.Status == campaign.Skipped || e.level == unproven {
+		return false
+	}
+	from := rowLevel(*s)
+	switch {
+	case e.level > from && levelStatus[e.level] != s.Status:
+		return true
+	case e.level > from && e.level == lvFailed:
+		if e.fail != (failure{s.Code, s.Title}) {
+			return true
+		}
+	case e.level > from:
+		if s.Code != 0 || s.Title != "" {
+			return true
+		}
+	case from == lvFailed && e.level == lvFailed && e.hasFail && e.fail.less(failure{s.Code, s.Title}):
+		return true
+	}
+	return minWAMID(s.WAMID, e.wamid) != s.WAMID ||
+		earlier(e.sent, s.SentAt) || earlier(e.delivered, s.DeliveredAt) || earlier(e.read, s.ReadAt)
+}
+
+// earlier reports whether instant ms (0: none) is before t (zero: none).
+func earlier(ms int64, t time.Time) bool {
+	return ms != 0 && (t.IsZero() || ms < t.UnixMilli())
+}
+
 // same reports whether a and b hold the same values in the fields reconcile
 // writes.
 func same(a, b store.State) bool {
@@ -188,7 +219,7 @@ func earliest(a, b int64) int64 {
 }
 
 func earliestTime(t time.Time, ms int64) time.Time {
-	if ms != 0 && (t.IsZero() || ms < t.UnixMilli()) {
+	if earlier(ms, t) {
 		return time.UnixMilli(ms)
 	}
 	return t

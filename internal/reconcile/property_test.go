@@ -43,6 +43,9 @@ func TestLattice(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for i := range 100_000 {
 		a, b, c := randomEvidence(r), randomEvidence(r), randomEvidence(r)
+		if s := randomState(r); changes(&s, &a) == same(s, apply(s, a)) {
+			t.Fatalf("%d: changes(%s, %+v) = %v, apply gives %s", i, brief(s), a, changes(&s, &a), brief(apply(s, a)))
+		}
 		if a.join(b) != b.join(a) {
 			t.Fatalf("%d: join not commutative: %+v %+v", i, a, b)
 		}

@@ -184,13 +184,15 @@ type reconciler struct {
 	sum      Summary // counts so far, without Changed by statuses, Settled and Corrected
 	logs     []Log
 	b        batch
-	changed  bitset            // rows the statuses changed
-	touched  map[int64]touched // rows that settled or were corrected, by their status now
-	policy   map[string]int64  // rows the Unmatched policy settled, by outcome
-	save     []store.State     // scratch for flush
-	keys     []int64           // scratch for flush
-	wamids   []string          // scratch for flush
-	resolved map[string]int64  // scratch for flush: wamid → row
+	changed  bitset                // rows the statuses changed
+	touched  map[int64]touched     // rows that settled or were corrected, by their status now
+	policy   map[string]int64      // rows the Unmatched policy settled, by outcome
+	save     []store.State         // scratch for flush: changed rows
+	saveIDs  []store.State         // scratch for flush: changed rows whose wamid, code or title changed
+	keys     []int64               // scratch for flush
+	wamids   []string              // scratch for flush
+	resolved map[string]int64      // scratch for flush: wamid → row
+	prev     map[int64]store.State // the states the last batch loaded, as it left them
 }
 
 func newReconciler(ctx context.Context, st *store.Store, opt Options) (*reconciler, error) {
@@ -309,8 +311,8 @@ func (rc *reconciler) add(s webhook.Status) {
 	rc.b.byWAMID(s.WAMID).add(&rc.b, e, 1)
 }
 
-// flush applies the batch: one States call for its rows and wamids, one
-// SaveStates for the rows that change.
+// flush applies the batch: one lookup for its rows and wamids, one
+// transaction for the rows that change.
 func (rc *reconciler) flush(ctx context.Context) error {
 	b := &rc.b
 	defer b.reset()
@@ -320,17 +322,29 @@ func (rc *reconciler) flush(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	// The rows of the last batch need no lookup: it left them as rc.prev
+	// says, and nothing else writes the checkpoint meanwhile.
 	rc.keys, rc.wamids = rc.keys[:0], rc.wamids[:0]
 	for row := range b.rows {
-		rc.keys = append(rc.keys, row)
+		if _, ok := rc.prev[row]; !ok {
+			rc.keys = append(rc.keys, row)
+		}
 	}
 	for w := range b.wamids {
 		rc.wamids = append(rc.wamids, w)
 	}
-	states, err := rc.st.States(ctx, rc.keys, rc.wamids)
+	// Sorted, each lookup of a chunk of rows reads neighbouring pages.
+	slices.Sort(rc.keys)
+	states, err := rc.st.Deliveries(ctx, rc.keys, rc.wamids)
 	if err != nil {
 		return err
 	}
+	for row := range b.rows {
+		if s, ok := rc.prev[row]; ok {
+			states[row] = s
+		}
+	}
+	rc.prev = nil
 
 	// Statuses without our callback data: by the wamid stored on a row,
 	// else by one a status with callback data records in this batch.
@@ -362,13 +376,13 @@ func (rc *reconciler) flush(ctx context.Context) error {
 		}
 	}
 
-	// In row order, SaveStates writes the table's pages in order.
+	// In row order, the writes go through the table's pages in order.
 	rc.keys = rc.keys[:0]
 	for row := range b.rows {
 		rc.keys = append(rc.keys, row)
 	}
 	slices.Sort(rc.keys)
-	rc.save = rc.save[:0]
+	rc.save, rc.saveIDs = slices.Grow(rc.save[:0], len(rc.keys)), rc.saveIDs[:0]
 	for _, row := range rc.keys {
 		a := &b.aggs[b.rows[row]]
 		old, ok := states[row]
@@ -382,22 +396,28 @@ func (rc *reconciler) flush(ctx context.Context) error {
 			continue
 		}
 		for j := a.first; j >= 0; j = b.seen[j].next {
-			if !same(old, apply(old, b.seen[j].e)) {
+			if changes(&old, &b.seen[j].e) {
 				rc.sum.Applied++
 			}
 		}
-		rc.save = append(rc.save, s)
+		states[row] = s
+		if s.WAMID != old.WAMID || s.Code != old.Code || s.Title != old.Title {
+			rc.saveIDs = append(rc.saveIDs, s)
+		} else {
+			rc.save = append(rc.save, s)
+		}
 		rc.track(old, s)
 	}
-	if len(rc.save) == 0 {
-		return nil
-	}
-	if err := rc.st.SaveStates(ctx, rc.save, rc.opt.Now()); err != nil {
+	if err := rc.st.SaveDeliveries(ctx, rc.saveIDs, rc.save, rc.opt.Now()); err != nil {
 		return err
+	}
+	for _, s := range rc.saveIDs {
+		rc.changed.set(s.Row)
 	}
 	for _, s := range rc.save {
 		rc.changed.set(s.Row)
 	}
+	rc.prev = states
 	return nil
 }
 

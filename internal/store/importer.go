@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/bulksend/bulksend/internal/campaign"
 )
@@ -23,7 +25,7 @@ type Row struct {
 	Skip   string // why the row will not be sent; "" to send it
 }
 
-const importBatch = 64 // rows per INSERT: fewer cgo calls, under SQLite's variable limit
+const importBatch = 128 // rows per INSERT: under SQLite's limit of bound values
 
 // Import loads the campaign into an empty checkpoint in one transaction,
 // with its settings: a crash during import leaves nothing behind, so the
@@ -43,14 +45,22 @@ func (s *Store) Import(ctx context.Context, next func() (Row, error), settings f
 		return 0, fmt.Errorf("import: %w", err)
 	}
 	defer tx.Rollback()
-	const cols = 9
-	full, err := tx.PrepareContext(ctx, `INSERT INTO recipients(row, line, ext_id, phone, sender, params, status, reason, updated_at) VALUES `+placeholders(importBatch, cols))
+	// Rows go in multi-row INSERTs: each bound value is a cgo call, so the
+	// common row (to send, no id) binds five values and the rest are
+	// constants; rows with an id or a skip reason take the full statement.
+	now := ms(time.Now())
+	common, err := tx.PrepareContext(ctx, `INSERT INTO recipients(row, line, phone, sender, params, status, updated_at) VALUES `+
+		placeholdersWith(importBatch, "(?,?,?,?,?,'pending',"+strconv.FormatInt(now, 10)+")"))
+	if err != nil {
+		return 0, fmt.Errorf("import: %w", err)
+	}
+	defer common.Close()
+	full, err := tx.PrepareContext(ctx, `INSERT INTO recipients(row, line, ext_id, phone, sender, params, status, reason, updated_at) VALUES (?,?,?,?,?,?,?,?,?)`)
 	if err != nil {
 		return 0, fmt.Errorf("import: %w", err)
 	}
 	defer full.Close()
-	now := ms(time.Now())
-	args := make([]any, 0, importBatch*cols)
+	args := make([]any, 0, importBatch*5)
 	var n int64
 	flush := func() error {
 		if len(args) == 0 {
@@ -58,13 +68,15 @@ func (s *Store) Import(ctx context.Context, next func() (Row, error), settings f
 		}
 		var err error
 		if len(args) == cap(args) {
-			_, err = full.ExecContext(ctx, args...)
+			_, err = common.ExecContext(ctx, args...)
 		} else {
-			_, err = tx.ExecContext(ctx, `INSERT INTO recipients(row, line, ext_id, phone, sender, params, status, reason, updated_at) VALUES `+placeholders(len(args)/cols, cols), args...)
+			_, err = tx.ExecContext(ctx, `INSERT INTO recipients(row, line, phone, sender, params, status, updated_at) VALUES `+
+				placeholdersWith(len(args)/5, "(?,?,?,?,?,'pending',"+strconv.FormatInt(now, 10)+")"), args...)
 		}
 		args = args[:0]
 		return err
 	}
+	var params []byte
 	for {
 		r, err := next()
 		if errors.Is(err, io.EOF) {
@@ -73,20 +85,19 @@ func (s *Store) Import(ctx context.Context, next func() (Row, error), settings f
 		if err != nil {
 			return 0, err
 		}
-		params, err := json.Marshal(r.Params)
-		if err != nil {
-			return 0, fmt.Errorf("import row %d: %w", r.Row, err)
-		}
-		status, reason := campaign.Pending, sql.NullString{}
-		if r.Skip != "" {
-			status, reason = campaign.Skipped, sql.NullString{String: r.Skip, Valid: true}
-		}
-		var ext sql.NullString
-		if r.ExtID != "" {
-			ext = sql.NullString{String: r.ExtID, Valid: true}
-		}
-		args = append(args, r.Row, r.Line, ext, r.Phone, r.Sender, string(params), string(status), reason, now)
 		n++
+		params = appendParams(params[:0], r.Params)
+		if r.Skip != "" || r.ExtID != "" {
+			status, reason := string(campaign.Pending), sql.NullString{}
+			if r.Skip != "" {
+				status, reason = string(campaign.Skipped), sql.NullString{String: r.Skip, Valid: true}
+			}
+			if _, err := full.ExecContext(ctx, r.Row, r.Line, nullString(r.ExtID), r.Phone, r.Sender, string(params), status, reason, now); err != nil {
+				return 0, fmt.Errorf("import row %d: %w", r.Row, err)
+			}
+			continue
+		}
+		args = append(args, r.Row, r.Line, r.Phone, r.Sender, string(params))
 		if len(args) == cap(args) {
 			if err := flush(); err != nil {
 				return 0, fmt.Errorf("import row %d: %w", r.Row, err)
@@ -100,11 +111,13 @@ func (s *Store) Import(ctx context.Context, next func() (Row, error), settings f
 		return 0, fmt.Errorf("import: index: %w", err)
 	}
 	// The first row with a phone is the one sent; later ones are skipped.
-	// One pass over the phone index, not a lookup per row.
+	// Only phones that occur more than once (found from the phone index
+	// alone) are looked at row by row.
 	if _, err := tx.ExecContext(ctx, `
-		UPDATE recipients SET status = 'skipped', reason = 'duplicate of row ' || d.first
-		FROM (SELECT row, MIN(row) OVER (PARTITION BY phone) AS first FROM recipients WHERE status = 'pending') AS d
-		WHERE recipients.row = d.row AND d.row <> d.first`); err != nil {
+		WITH repeated AS (SELECT phone FROM recipients GROUP BY phone HAVING COUNT(*) > 1),
+		first AS (SELECT r.phone, MIN(r.row) AS row FROM recipients r JOIN repeated USING (phone) WHERE r.status = 'pending' GROUP BY r.phone)
+		UPDATE recipients SET status = 'skipped', reason = 'duplicate of row ' || first.row
+		FROM first WHERE recipients.phone = first.phone AND recipients.status = 'pending' AND recipients.row > first.row`); err != nil {
 		return 0, fmt.Errorf("import: duplicates: %w", err)
 	}
 	b, err := json.Marshal(settings())
@@ -159,4 +172,60 @@ func (s *Store) Exclude(ctx context.Context, next func() (string, error)) (int64
 		return 0, fmt.Errorf("exclude: %w", err)
 	}
 	return n, tx.Commit()
+}
+
+// appendParams appends params as a JSON array of strings.
+func appendParams(b []byte, params []string) []byte {
+	b = append(b, '[')
+	for i, p := range params {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendString(b, p)
+	}
+	return append(b, ']')
+}
+
+// appendString appends s as a JSON string. Invalid UTF-8 becomes U+FFFD,
+// as encoding/json does.
+func appendString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, "\\ufffd"...)
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
 }

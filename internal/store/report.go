@@ -41,9 +41,6 @@ type SenderCount struct {
 func (s *Store) Report(ctx context.Context, now time.Time) (Report, error) {
 	r := Report{At: now, Skipped: map[string]int64{}}
 	var err error
-	if r.Counts, err = s.Counts(ctx); err != nil {
-		return r, err
-	}
 	q := func(query string, scan func(*sql.Rows) error, args ...any) {
 		if err != nil {
 			return
@@ -75,10 +72,10 @@ func (s *Store) Report(ctx context.Context, now time.Time) (Report, error) {
 		return nil
 	})
 	bySender := map[string]*campaign.Counts{}
-	q(`SELECT sender, status, COUNT(*) FROM recipients GROUP BY sender, status`, func(rows *sql.Rows) error {
-		var sender, st string
+	q(`SELECT sender, status, `+skipKindSQL+`, COUNT(*) FROM recipients GROUP BY 1, 2, 3`, func(rows *sql.Rows) error {
+		var sender, st, kind string
 		var n int64
-		if err := rows.Scan(&sender, &st, &n); err != nil {
+		if err := rows.Scan(&sender, &st, &kind, &n); err != nil {
 			return err
 		}
 		c := bySender[sender]
@@ -87,15 +84,9 @@ func (s *Store) Report(ctx context.Context, now time.Time) (Report, error) {
 			bySender[sender] = c
 		}
 		c.Add(campaign.Status(st), n)
-		return nil
-	})
-	q(`SELECT COALESCE(reason, ''), COUNT(*) FROM recipients WHERE status = 'skipped' GROUP BY 1`, func(rows *sql.Rows) error {
-		var reason string
-		var n int64
-		if err := rows.Scan(&reason, &n); err != nil {
-			return err
+		if st == string(campaign.Skipped) {
+			r.Skipped[kind] += n
 		}
-		r.Skipped[skipKind(reason)] += n
 		return nil
 	})
 	q(`SELECT COUNT(*), COALESCE(MIN(next_at), 0) FROM recipients WHERE status = 'pending' AND attempts > 0`, func(rows *sql.Rows) error {
@@ -124,24 +115,29 @@ func (s *Store) Report(ctx context.Context, now time.Time) (Report, error) {
 	}
 	for sender, c := range bySender {
 		r.BySender = append(r.BySender, SenderCount{Sender: sender, Counts: *c})
+		r.Counts.Total += c.Total
+		r.Counts.Pending += c.Pending
+		r.Counts.Sending += c.Sending
+		r.Counts.InDoubt += c.InDoubt
+		r.Counts.Sent += c.Sent
+		r.Counts.Delivered += c.Delivered
+		r.Counts.Read += c.Read
+		r.Counts.Failed += c.Failed
+		r.Counts.Skipped += c.Skipped
 	}
 	sort.Slice(r.BySender, func(i, j int) bool { return r.BySender[i].Sender < r.BySender[j].Sender })
 	sort.Slice(r.Deliveries, func(i, j int) bool { return r.Deliveries[i] < r.Deliveries[j] })
 	return r, nil
 }
 
-// skipKind groups skip reasons: "duplicate of row 12" counts as duplicate.
-func skipKind(reason string) string {
-	for _, k := range []string{"duplicate", "excluded", "invalid"} {
-		if len(reason) >= len(k) && reason[:len(k)] == k {
-			return k
-		}
-	}
-	if reason == "" {
-		return "unknown"
-	}
-	return reason
-}
+// skipKindSQL groups skip reasons: "duplicate of row 12" counts as
+// duplicate, every "invalid phone number: …" as invalid.
+const skipKindSQL = `CASE WHEN status <> 'skipped' THEN ''
+	WHEN reason LIKE 'duplicate%' THEN 'duplicate'
+	WHEN reason LIKE 'invalid%' THEN 'invalid'
+	WHEN reason = 'excluded' THEN 'excluded'
+	WHEN reason LIKE 'no sender%' THEN 'no sender'
+	ELSE COALESCE(reason, 'unknown') END`
 
 // ExportRow is one recipient as `bulksend export` writes it.
 type ExportRow struct {

@@ -60,6 +60,8 @@ const indexes = `
 CREATE INDEX IF NOT EXISTS recipients_due ON recipients(sender, next_at, row) WHERE status = 'pending';
 CREATE INDEX IF NOT EXISTS recipients_phone ON recipients(phone);
 CREATE INDEX IF NOT EXISTS recipients_wamid ON recipients(wamid) WHERE wamid IS NOT NULL;
+CREATE INDEX IF NOT EXISTS recipients_sending ON recipients(row) WHERE status = 'sending';
+CREATE INDEX IF NOT EXISTS recipients_in_doubt ON recipients(row) WHERE status = 'in_doubt';
 `
 
 // Open opens the checkpoint at path, creating it (mode 0600: it holds phone
@@ -173,9 +175,8 @@ func fromMS(v sql.NullInt64) time.Time {
 	return time.UnixMilli(v.Int64)
 }
 
-// placeholders returns "(?,?,…),(…)" for rows groups of n.
-func placeholders(rows, n int) string {
-	one := "(" + strings.TrimSuffix(strings.Repeat("?,", n), ",") + ")"
+// placeholdersWith returns rows copies of one, comma-separated.
+func placeholdersWith(rows int, one string) string {
 	return strings.TrimSuffix(strings.Repeat(one+",", rows), ",")
 }
 
@@ -199,4 +200,9 @@ func (s *Store) Counts(ctx context.Context) (campaign.Counts, error) {
 		return c, fmt.Errorf("count rows: %w", err)
 	}
 	return c, nil
+}
+
+// placeholders returns rows groups of n "?", as "(?,?),(?,?)".
+func placeholders(rows, n int) string {
+	return placeholdersWith(rows, "("+strings.TrimSuffix(strings.Repeat("?,", n), ",")+")")
 }
