@@ -39,6 +39,7 @@ type Config struct {
 	RetryHorizon time.Duration // wait in the run for retries due within this; default 5m
 	FlushEvery   time.Duration // result batching; default 100ms
 	Unreachable  int           // consecutive never-sent errors that stop the run; default 50
+	Jitter       func() float64 // uniform in [0,1) for backoff jitter; default math/rand/v2
 
 	Log *slog.Logger
 }
@@ -106,6 +107,9 @@ func New(cfg Config) *Engine {
 	}
 	if cfg.Unreachable <= 0 {
 		cfg.Unreachable = 50
+	}
+	if cfg.Jitter == nil {
+		cfg.Jitter = rand.Float64
 	}
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
@@ -313,7 +317,7 @@ func (e *Engine) outcome(j store.Job, wamid string, err error, now time.Time) st
 			// Meta: retry after 4^X seconds.
 			return e.retry(r, j, now.Add(time.Duration(math.Pow(4, float64(j.Attempts-1))*float64(e.cfg.PairBase))))
 		case campaign.Transient:
-			return e.retry(r, j, now.Add(campaign.Backoff(j.Attempts, e.cfg.BackoffBase, e.cfg.BackoffMax, rand.Float64())))
+			return e.retry(r, j, now.Add(campaign.Backoff(j.Attempts, e.cfg.BackoffBase, e.cfg.BackoffMax, e.cfg.Jitter())))
 		default:
 			e.failed.Add(1)
 			r.Outcome = store.OutcomeFailed
@@ -329,7 +333,7 @@ func (e *Engine) outcome(j store.Job, wamid string, err error, now time.Time) st
 		if n := e.unsentStreak.Add(1); n >= int64(e.cfg.Unreachable) {
 			e.setFatal(fmt.Errorf("%w: %d requests in a row could not be sent, the last: %v", ErrUnreachable, n, err))
 		}
-		r.Outcome, r.NextAt = store.OutcomeRelease, now.Add(campaign.Backoff(1, e.cfg.BackoffBase, e.cfg.BackoffMax, rand.Float64()))
+		r.Outcome, r.NextAt = store.OutcomeRelease, now.Add(campaign.Backoff(1, e.cfg.BackoffBase, e.cfg.BackoffMax, e.cfg.Jitter()))
 		return r
 	}
 }
