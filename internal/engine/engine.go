@@ -33,12 +33,12 @@ type Config struct {
 	Concurrency int     // requests in flight; 0: rate × observed latency
 	MaxAttempts int     // default 5
 
-	BackoffBase  time.Duration // first transient retry delay bound; default 2s
-	BackoffMax   time.Duration // default 5m
-	PairBase     time.Duration // pair-limit retries wait PairBase·4^(attempt-1), as Meta advises; default 1s
-	RetryHorizon time.Duration // wait in the run for retries due within this; default 5m
-	FlushEvery   time.Duration // result batching; default 100ms
-	Unreachable  int           // consecutive never-sent errors that stop the run; default 50
+	BackoffBase  time.Duration  // first transient retry delay bound; default 2s
+	BackoffMax   time.Duration  // default 5m
+	PairBase     time.Duration  // pair-limit retries wait PairBase·4^(attempt-1), as Meta advises; default 1s
+	RetryHorizon time.Duration  // wait in the run for retries due within this; default 5m
+	FlushEvery   time.Duration  // result batching; default 100ms
+	Unreachable  int            // consecutive never-sent errors that stop the run; default 50
 	Jitter       func() float64 // uniform in [0,1) for backoff jitter; default math/rand/v2
 
 	Log *slog.Logger
