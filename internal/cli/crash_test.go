@@ -365,3 +365,66 @@ func TestSecondInterruptAborts(t *testing.T) {
 		t.Fatalf("after abort: %+v: expected rows left sending", c)
 	}
 }
+
+// TestSandboxCommand: `bulksend sandbox` prints the line to point a run
+// at it, serves a campaign, and prints its counters as JSON when stopped.
+func TestSandboxCommand(t *testing.T) {
+	dir := t.TempDir()
+	csv := filepath.Join(dir, "campaign.csv")
+	var b strings.Builder
+	b.WriteString("phone,name\n")
+	for i := 0; i < 100; i++ {
+		fmt.Fprintf(&b, "%s,N%d\n", samplePhone(i), i)
+	}
+	if err := os.WriteFile(csv, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sb := exec.Command(os.Args[0], "sandbox", "--template", "welcome:1", "--token", "tok", "--rate", "200",
+		"--latency", "1ms", "--jitter", "0", "--transient-rate", "0", "--permanent-rate", "0", "--late-rate", "0",
+		"--webhooks", filepath.Join(dir, "hooks.jsonl"))
+	sb.Env = append(os.Environ(), "BULKSEND_TEST_MAIN=1")
+	var stdout bytes.Buffer
+	sb.Stdout = &stdout
+	stderr, err := sb.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sb.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Process.Kill()
+	sc := bufio.NewScanner(stderr)
+	url := ""
+	for url == "" && sc.Scan() {
+		if _, u, ok := strings.Cut(sc.Text(), "BULKSEND_API_URL="); ok {
+			url = strings.TrimSpace(u)
+		}
+	}
+	if !strings.HasPrefix(url, "http://127.0.0.1:") {
+		t.Fatalf("no URL line from bulksend sandbox (got %q)", url)
+	}
+	go func() {
+		for sc.Scan() {
+		}
+	}()
+	run := exec.Command(os.Args[0], "run", csv, "--from", "1000001", "--template", "welcome", "--rate", "200")
+	run.Env = append(os.Environ(), "BULKSEND_TEST_MAIN=1", "BULKSEND_API_URL="+url, "WHATSAPP_TOKEN=tok")
+	if out, err := run.CombinedOutput(); exitCodeOf(err) != ExitOK {
+		t.Fatalf("run against bulksend sandbox: %v\n%s", err, out)
+	}
+	sb.Process.Signal(syscall.SIGINT)
+	if err := sb.Wait(); err != nil {
+		t.Fatalf("sandbox exit: %v", err)
+	}
+	var stats sandbox.Stats
+	if err := json.Unmarshal(stdout.Bytes(), &stats); err != nil {
+		t.Fatalf("stats on stdout: %v\n%s", err, stdout.String())
+	}
+	if stats.Accepted != 100 || stats.Duplicates != 0 || stats.MaxPerSecond["1000001"] > 200 {
+		t.Fatalf("stats = %+v", stats)
+	}
+	hooks, err := os.ReadFile(filepath.Join(dir, "hooks.jsonl"))
+	if err != nil || bytes.Count(hooks, []byte("\n")) < 100 {
+		t.Fatalf("webhook log: %d lines, %v", bytes.Count(hooks, []byte("\n")), err)
+	}
+}

@@ -248,23 +248,41 @@ func newReconciler(ctx context.Context, st *store.Store, opt Options) (*reconcil
 // read applies the statuses of r, batch by batch, and returns what the log
 // held.
 func (rc *reconciler) read(ctx context.Context, r *webhook.Reader) (Log, error) {
+	// A goroutine decodes the log, a third of the work, while this one
+	// applies what it has decoded so far.
+	full := make(chan chunk, chunks)
+	free := make(chan []webhook.Status, chunks)
+	for range chunks {
+		free <- make([]webhook.Status, 0, chunkSize)
+	}
+	stop := make(chan struct{})
+	go decode(r, full, free, stop)
 	var err error
-	for n := 1; ; n++ {
-		var s webhook.Status
-		if s, err = r.Next(); err != nil {
+loop:
+	for {
+		var c chunk
+		select {
+		case c = <-full:
+		case <-ctx.Done():
+			err = ctx.Err()
+			break loop
+		}
+		for _, s := range c.statuses {
+			rc.add(s)
+			if rc.b.events >= rc.opt.Batch {
+				if err = rc.flush(ctx); err != nil {
+					break loop
+				}
+			}
+		}
+		free <- c.statuses
+		if c.err != nil {
+			err = c.err
 			break
 		}
-		if n%4096 == 0 {
-			if err = ctx.Err(); err != nil {
-				break
-			}
-		}
-		rc.add(s)
-		if rc.b.events >= rc.opt.Batch {
-			if err = rc.flush(ctx); err != nil {
-				break
-			}
-		}
+	}
+	close(stop)
+	for range full { // until decode has returned: then r is ours again
 	}
 	if errors.Is(err, io.EOF) {
 		err = nil
@@ -285,6 +303,55 @@ func (rc *reconciler) read(ctx context.Context, r *webhook.Reader) (Log, error) 
 		rc.sum.FirstInvalidLines = l.FirstInvalidLines
 	}
 	return l, err
+}
+
+// chunk is what decode hands over: statuses, and after the last of them
+// the error that ended the log (io.EOF at its end).
+type chunk struct {
+	statuses []webhook.Status
+	err      error
+}
+
+const (
+	chunkSize = 512 // statuses per chunk
+	chunks    = 4   // chunks in use at a time: the memory of decoding ahead
+)
+
+// decode reads r into buffers taken from free and hands them over on full,
+// until the log ends or stop is closed; then it closes full.
+func decode(r *webhook.Reader, full chan<- chunk, free <-chan []webhook.Status, stop <-chan struct{}) {
+	defer close(full)
+	for {
+		var buf []webhook.Status
+		select {
+		case buf = <-free:
+		case <-stop:
+			return
+		}
+		var err error
+		for buf = buf[:0]; len(buf) < cap(buf); {
+			var s webhook.Status
+			if s, err = r.Next(); err != nil {
+				break
+			}
+			buf = append(buf, s)
+			if len(buf)%64 == 0 {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+			}
+		}
+		select {
+		case full <- chunk{buf, err}:
+		case <-stop:
+			return
+		}
+		if err != nil {
+			return
+		}
+	}
 }
 
 // add puts one status into the batch, by row when its callback data is

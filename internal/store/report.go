@@ -84,6 +84,7 @@ func (s *Store) Report(ctx context.Context, now time.Time) (Report, error) {
 			bySender[sender] = c
 		}
 		c.Add(campaign.Status(st), n)
+		r.Counts.Add(campaign.Status(st), n)
 		if st == string(campaign.Skipped) {
 			r.Skipped[kind] += n
 		}
@@ -115,15 +116,6 @@ func (s *Store) Report(ctx context.Context, now time.Time) (Report, error) {
 	}
 	for sender, c := range bySender {
 		r.BySender = append(r.BySender, SenderCount{Sender: sender, Counts: *c})
-		r.Counts.Total += c.Total
-		r.Counts.Pending += c.Pending
-		r.Counts.Sending += c.Sending
-		r.Counts.InDoubt += c.InDoubt
-		r.Counts.Sent += c.Sent
-		r.Counts.Delivered += c.Delivered
-		r.Counts.Read += c.Read
-		r.Counts.Failed += c.Failed
-		r.Counts.Skipped += c.Skipped
 	}
 	sort.Slice(r.BySender, func(i, j int) bool { return r.BySender[i].Sender < r.BySender[j].Sender })
 	sort.Slice(r.Deliveries, func(i, j int) bool { return r.Deliveries[i] < r.Deliveries[j] })
