@@ -191,6 +191,8 @@ var classes = map[int]Class{
 // Hint says what an operator should do about a fatal API error.
 func (e *APIError) Hint() string {
 	switch {
+	case e.Code == 0 && e.Type == "":
+		return fmt.Sprintf("the API answered HTTP %d without an error body: check --api-url, --api-version and the --from phone-number IDs", e.HTTPStatus)
 	case e.Code == 190 || e.Code == 0 || e.HTTPStatus == 401:
 		return "the access token is expired or invalid: get a new one, set WHATSAPP_TOKEN (or --token-file) and run the same command again; nothing more was sent"
 	case e.Code == 10 || e.Code == 3 || e.Code == 131005 || (e.Code >= 200 && e.Code <= 299):
@@ -206,7 +208,7 @@ func (e *APIError) Hint() string {
 	case e.Code == 131042:
 		return "a billing problem blocks sending: fix the payment method in Business Manager"
 	case e.Code == 100 || e.Code == 131008 || e.Code == 131051:
-		return "the API rejected the request shape: check --template, --lang and the CSV's parameter columns"
+		return "the API rejected the request shape: check --template, --lang, --from and the CSV's parameter columns"
 	}
 	return "fix the cause above, then run the same command again to resume"
 }

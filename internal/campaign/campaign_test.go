@@ -1,6 +1,7 @@
 package campaign
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -46,6 +47,21 @@ func TestClassByCode(t *testing.T) {
 				t.Fatal("a fatal error without a hint")
 			}
 		})
+	}
+}
+
+func TestHintNamesTheCause(t *testing.T) {
+	for _, tc := range []struct {
+		err  APIError
+		want string
+	}{
+		{APIError{HTTPStatus: 401, Code: 190, Type: "OAuthException"}, "access token"},
+		{APIError{HTTPStatus: 404}, "--api-url"},
+		{APIError{HTTPStatus: 404, Code: 132001, Type: "OAuthException"}, "template does not exist"},
+	} {
+		if h := tc.err.Hint(); !strings.Contains(h, tc.want) {
+			t.Errorf("%+v: hint %q does not mention %q", tc.err, h, tc.want)
+		}
 	}
 }
 

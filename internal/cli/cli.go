@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -178,13 +179,14 @@ that a crash, a Ctrl-C or an API outage never sends a message twice or skips one
 	return root
 }
 
-// signalContext returns a context cancelled by the first interrupt; a
-// second interrupt ends the process at once with exit 3 (rows in flight
-// stay `sending` and the next run treats them as in doubt).
-func signalContext(ios *IO, log *slog.Logger) (context.Context, func()) {
-	ctx, cancel := context.WithCancel(context.Background())
+// signalContext returns a context cancelled by the first interrupt (or
+// when parent is done); a second interrupt ends the process at once with
+// exit 3 (rows in flight stay `sending` and the next run treats them as in
+// doubt). stop releases the signal handler; it may be called more than once.
+func signalContext(parent context.Context, ios *IO, log *slog.Logger) (ctx context.Context, stop func()) {
+	ctx, cancel := context.WithCancel(parent)
 	sigs := ios.Signals
-	var stopNotify func()
+	stopNotify := func() {}
 	if sigs == nil {
 		ch := make(chan os.Signal, 2)
 		signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM)
@@ -207,12 +209,13 @@ func signalContext(ios *IO, log *slog.Logger) (context.Context, func()) {
 			ios.Abort(ExitUnfinished)
 		}
 	}()
+	var once sync.Once
 	return ctx, func() {
-		close(done)
-		if stopNotify != nil {
+		once.Do(func() {
+			close(done)
 			stopNotify()
-		}
-		cancel()
+			cancel()
+		})
 	}
 }
 

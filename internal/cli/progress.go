@@ -23,7 +23,7 @@ type progress struct {
 // every interval otherwise (cron mails and logs stay readable).
 func startProgress(ios *IO, eng *engine.Engine, start campaign.Counts, interval time.Duration) *progress {
 	p := &progress{done: make(chan struct{}), exit: make(chan struct{})}
-	total := start.Pending + start.InDoubt
+	total := start.Pending // rows in doubt are not sent (unless --in-doubt resend made them pending)
 	var bar *progressbar.ProgressBar
 	tick := interval
 	if ios.isTerminal() {
@@ -51,7 +51,7 @@ func startProgress(ios *IO, eng *engine.Engine, start campaign.Counts, interval 
 				return
 			case <-t.C:
 				s := eng.Stats()
-				settled := s.Sent + s.Failed
+				settled := s.Sent + s.Failed + s.InDoubt
 				if bar != nil {
 					bar.Describe(fmt.Sprintf("sent %d · failed %d · retrying %d · in doubt %d", s.Sent, s.Failed, s.Retries, s.InDoubt))
 					bar.Set64(settled)
@@ -70,7 +70,7 @@ func (p *progress) stop() {
 }
 
 func progressLine(s engine.Stats, total int64, now time.Time) string {
-	settled := s.Sent + s.Failed
+	settled := s.Sent + s.Failed + s.InDoubt
 	el := now.Sub(s.Started).Seconds()
 	rate := 0.0
 	if el > 0 {

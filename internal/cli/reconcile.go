@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"os"
 	"sort"
 	"strings"
 	"time"
@@ -80,6 +81,9 @@ func runReconcile(ctx context.Context, ios *IO, o *reconcileOptions, log *slog.L
 	policy, err := campaign.ParsePolicy(o.unmatched)
 	if err != nil {
 		return usagef("", "invalid --unmatched: %w", err)
+	}
+	if _, err := os.Stat(o.db); err != nil {
+		return usagef("run 'bulksend run CAMPAIGN.csv' first, or point --db at the checkpoint", "no checkpoint: %w", err)
 	}
 	lock, err := store.Acquire(o.db, "reconcile")
 	if err != nil {

@@ -132,9 +132,13 @@ func runRun(ctx context.Context, ios *IO, o *runOptions) error {
 	if db == "" {
 		db = dbPath(o.csv)
 	}
+	// A dry run never writes to a checkpoint that exists: it plans from a
+	// read of it. Without one, it imports into a temporary one.
+	readOnly := false
 	if o.dryRun {
-		if _, err := os.Stat(db); err != nil {
-			// Plan without leaving a checkpoint behind.
+		if _, err := os.Stat(db); err == nil {
+			readOnly = true
+		} else {
 			dir, err := os.MkdirTemp("", "bulksend-dry-run-")
 			if err != nil {
 				return err
@@ -148,6 +152,11 @@ func runRun(ctx context.Context, ios *IO, o *runOptions) error {
 		return err
 	}
 
+	// Interrupts count from here: an import stopped by Ctrl-C rolls back
+	// and exits 3 like any interrupted run.
+	runCtx, stop := signalContext(ctx, ios, o.log)
+	defer stop()
+
 	lock, err := store.Acquire(db, "run")
 	if err != nil {
 		return err
@@ -159,12 +168,32 @@ func runRun(ctx context.Context, ios *IO, o *runOptions) error {
 	}
 	defer st.Close()
 
-	settings, err := o.settings(ctx, ios, st)
+	settings, err := o.settings(runCtx, st, readOnly)
 	if err != nil {
 		return err
 	}
+	if readOnly {
+		counts, err := st.Counts(runCtx)
+		if err != nil {
+			return err
+		}
+		return printPlan(ios, st, settings, counts)
+	}
+	now := time.Now()
+	if n, err := st.RecoverSending(runCtx, now); err != nil {
+		return err
+	} else if n > 0 {
+		o.log.Warn("the last run ended while sending: those rows are in doubt", "rows", n)
+	}
+	policy, _ := campaign.ParsePolicy(o.inDoubt)
+	if n, err := st.ApplyPolicy(runCtx, policy, now.Add(-o.inDoubtGrace), now, settings.MaxAttempts); err != nil {
+		return err
+	} else if n > 0 {
+		o.log.Warn("applied the in-doubt policy", "policy", policy, "rows", n)
+	}
+	// After the policy, so that rows it made pending again are excluded too.
 	if o.exclude != "" {
-		n, err := excludeFile(ctx, st, o.exclude, settings.DefaultRegion, o.log)
+		n, err := excludeFile(runCtx, st, o.exclude, settings.DefaultRegion, o.log)
 		if err != nil {
 			return err
 		}
@@ -172,19 +201,7 @@ func runRun(ctx context.Context, ios *IO, o *runOptions) error {
 			o.log.Info("suppression list applied", "rows_skipped", n)
 		}
 	}
-	now := time.Now()
-	if n, err := st.RecoverSending(ctx, now); err != nil {
-		return err
-	} else if n > 0 {
-		o.log.Warn("the last run ended while sending: those rows are in doubt", "rows", n)
-	}
-	policy, _ := campaign.ParsePolicy(o.inDoubt)
-	if n, err := st.ApplyPolicy(ctx, policy, now.Add(-o.inDoubtGrace), now, settings.MaxAttempts); err != nil {
-		return err
-	} else if n > 0 {
-		o.log.Warn("applied the in-doubt policy", "policy", policy, "rows", n)
-	}
-	counts, err := st.Counts(ctx)
+	counts, err := st.Counts(runCtx)
 	if err != nil {
 		return err
 	}
@@ -227,15 +244,6 @@ func runRun(ctx context.Context, ios *IO, o *runOptions) error {
 		Concurrency: conc, MaxAttempts: settings.MaxAttempts, Log: o.log,
 	})
 
-	runCtx, stop := signalContext(ios, o.log)
-	defer stop()
-	go func() { // a parent cancel (tests) acts like a first interrupt
-		select {
-		case <-ctx.Done():
-			stop()
-		case <-runCtx.Done():
-		}
-	}()
 	o.log.Info("sending", "rows", counts.Pending, "senders", len(senders), "rate_per_sender", settings.Rate, "api", apiURL)
 	prog := startProgress(ios, eng, counts, o.progressEvery)
 	runErr := eng.Run(runCtx)
@@ -305,7 +313,7 @@ func (o *runOptions) token(ios *IO) (string, error) {
 
 // settings returns the campaign's settings: imported now on the first run,
 // checked against the flags on later ones.
-func (o *runOptions) settings(ctx context.Context, ios *IO, st *store.Store) (store.Settings, error) {
+func (o *runOptions) settings(ctx context.Context, st *store.Store, readOnly bool) (store.Settings, error) {
 	s, err := st.Settings(ctx)
 	if errors.Is(err, store.ErrNoSettings) {
 		return o.importCSV(ctx, st)
@@ -345,7 +353,7 @@ func (o *runOptions) settings(ctx context.Context, ios *IO, st *store.Store) (st
 	if o.changed("max-attempts") && o.maxAttempts != s.MaxAttempts {
 		s.MaxAttempts, changed = o.maxAttempts, true
 	}
-	if changed {
+	if changed && !readOnly {
 		if err := st.SaveSettings(ctx, s); err != nil {
 			return s, err
 		}

@@ -52,6 +52,7 @@ func TestScripts(t *testing.T) {
 			"holdlock": cmdHoldLock,
 			"sqlcount": cmdSQLCount,
 			"exitcode": cmdExitCode,
+			"savecount": cmdSaveCount,
 		},
 	})
 }
@@ -143,23 +144,36 @@ func cmdHoldLock(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Defer(func() { l.Release() })
 }
 
-// sqlcount DB STATUS N asserts that N rows of checkpoint DB are in STATUS
-// ("all" for every row).
-func cmdSQLCount(ts *testscript.TestScript, neg bool, args []string) {
+// savecount DB STATUS VAR sets $VAR to the number of rows in STATUS.
+func cmdSaveCount(ts *testscript.TestScript, neg bool, args []string) {
 	if len(args) != 3 {
-		ts.Fatalf("usage: sqlcount DB STATUS N")
+		ts.Fatalf("usage: savecount DB STATUS VAR")
 	}
-	st, err := store.Open(ts.MkAbs(args[0]))
+	ts.Setenv(args[2], strconv.FormatInt(countOf(ts, args[0], args[1]), 10))
+}
+
+func countOf(ts *testscript.TestScript, db, status string) int64 {
+	st, err := store.Open(ts.MkAbs(db))
 	ts.Check(err)
 	defer st.Close()
 	c, err := st.Counts(context.Background())
 	ts.Check(err)
 	got := map[string]int64{"all": c.Total, "pending": c.Pending, "sending": c.Sending, "in_doubt": c.InDoubt,
 		"sent": c.Sent, "delivered": c.Delivered, "read": c.Read, "failed": c.Failed, "skipped": c.Skipped}
-	v, ok := got[args[1]]
+	v, ok := got[status]
 	if !ok {
-		ts.Fatalf("unknown status %q", args[1])
+		ts.Fatalf("unknown status %q", status)
 	}
+	return v
+}
+
+// sqlcount DB STATUS N asserts that N rows of checkpoint DB are in STATUS
+// ("all" for every row).
+func cmdSQLCount(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 3 {
+		ts.Fatalf("usage: sqlcount DB STATUS N")
+	}
+	v := countOf(ts, args[0], args[1])
 	want, err := strconv.ParseInt(args[2], 10, 64)
 	ts.Check(err)
 	if (v == want) == neg {

@@ -112,12 +112,8 @@ func runStatus(ctx context.Context, ios *IO, o *statusOptions) error {
 		pct := func(p float64) float64 { return r.Deliveries[min(n-1, int(p*float64(n)))].Seconds() }
 		out.DeliveryP50, out.DeliveryP90, out.DeliveryP99 = pct(0.5), pct(0.9), pct(0.99)
 	}
-	if l, err := store.Acquire(o.db, "status"); err != nil {
-		if le, ok := err.(*store.LockedError); ok {
-			out.LockedBy = le.Holder
-		}
-	} else {
-		l.Release()
+	if h, ok := store.Holder(o.db); ok {
+		out.LockedBy = h
 	}
 	if o.json {
 		return json.NewEncoder(ios.Out).Encode(out)

@@ -209,10 +209,14 @@ func (e *Engine) dispatch(ctx, parent context.Context, sender string, sends *syn
 			}
 			queue = jobs
 		}
-		if err := e.pacer.Wait(ctx, sender); err != nil {
+		// The slot in flight first, then the pacer's send slot: booked the
+		// other way round, a send held up by the gate would leave late and
+		// the next one at once, two requests back to back.
+		if err := e.gate.acquire(ctx); err != nil {
 			return nil
 		}
-		if err := e.gate.acquire(ctx); err != nil {
+		if err := e.pacer.Wait(ctx, sender); err != nil {
+			e.gate.giveBack()
 			return nil
 		}
 		j := queue[0]

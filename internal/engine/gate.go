@@ -76,6 +76,14 @@ func (g *gate) release(latency time.Duration) {
 	g.signal()
 }
 
+// giveBack frees a slot that sent nothing.
+func (g *gate) giveBack() {
+	g.mu.Lock()
+	g.used--
+	g.mu.Unlock()
+	g.signal()
+}
+
 func (g *gate) signal() {
 	select {
 	case g.wake <- struct{}{}:

@@ -162,7 +162,10 @@ func (s *Store) Exclude(ctx context.Context, next func() (string, error)) (int64
 			return 0, fmt.Errorf("exclude: %w", err)
 		}
 	}
-	res, err := tx.ExecContext(ctx, `UPDATE recipients SET status = 'skipped', reason = 'excluded', updated_at = ?
+	// A row with attempts behind it may have reached the recipient before:
+	// its reason says so, rather than claim it was never sent.
+	res, err := tx.ExecContext(ctx, `UPDATE recipients SET status = 'skipped',
+		reason = CASE WHEN attempts > 0 THEN 'excluded after an attempt with no answer' ELSE 'excluded' END, updated_at = ?
 		WHERE status = 'pending' AND phone IN (SELECT phone FROM excluded)`, ms(time.Now()))
 	if err != nil {
 		return 0, fmt.Errorf("exclude: %w", err)

@@ -62,3 +62,24 @@ func (l *Lock) Release() error {
 	l.f = nil
 	return err
 }
+
+// Holder returns what the process holding the checkpoint's lock wrote
+// about itself, if that process is alive. It takes no lock, so looking
+// (bulksend status) never keeps a run from starting.
+func Holder(path string) (string, bool) {
+	b, err := os.ReadFile(path + ".lock")
+	if err != nil {
+		return "", false
+	}
+	info := strings.TrimSpace(string(b))
+	var pid int
+	if _, err := fmt.Sscanf(info, "pid %d", &pid); err != nil || pid <= 0 {
+		return "", false
+	}
+	// Signal 0 checks that the process exists. A lock left by a killed
+	// run is released by the kernel, but its text stays: this tells them apart.
+	if err := syscall.Kill(pid, 0); err != nil && !errors.Is(err, syscall.EPERM) {
+		return "", false
+	}
+	return info, true
+}

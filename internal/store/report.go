@@ -127,7 +127,7 @@ func (s *Store) Report(ctx context.Context, now time.Time) (Report, error) {
 const skipKindSQL = `CASE WHEN status <> 'skipped' THEN ''
 	WHEN reason LIKE 'duplicate%' THEN 'duplicate'
 	WHEN reason LIKE 'invalid%' THEN 'invalid'
-	WHEN reason = 'excluded' THEN 'excluded'
+	WHEN reason LIKE 'excluded%' THEN 'excluded'
 	WHEN reason LIKE 'no sender%' THEN 'no sender'
 	ELSE COALESCE(reason, 'unknown') END`
 

@@ -23,28 +23,49 @@ type Job struct {
 // committed transaction, and returns them. The write comes first so that
 // a crash after a request leaves can never make its row look unsent.
 func (s *Store) Claim(ctx context.Context, sender string, now time.Time, limit int) ([]Job, error) {
-	rows, err := s.db.QueryContext(ctx, `
-		UPDATE recipients SET status = 'sending', attempts = attempts + 1, attempted_at = ?1, updated_at = ?1
-		WHERE row IN (SELECT row FROM recipients WHERE status = 'pending' AND sender = ?2 AND next_at <= ?1 ORDER BY next_at, row LIMIT ?3)
-		RETURNING row, phone, params, attempts`, ms(now), sender, limit)
+	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, fmt.Errorf("claim: %w", err)
 	}
-	defer rows.Close()
+	defer tx.Rollback()
+	rows, err := tx.QueryContext(ctx, `SELECT row, phone, params, attempts FROM recipients
+		WHERE status = 'pending' AND sender = ? AND next_at <= ? ORDER BY next_at, row LIMIT ?`, sender, ms(now), limit)
+	if err != nil {
+		return nil, fmt.Errorf("claim: %w", err)
+	}
 	var jobs []Job
 	for rows.Next() {
 		var j Job
 		var params string
 		if err := rows.Scan(&j.Row, &j.Phone, &params, &j.Attempts); err != nil {
+			rows.Close()
 			return nil, fmt.Errorf("claim: %w", err)
 		}
 		if err := json.Unmarshal([]byte(params), &j.Params); err != nil {
+			rows.Close()
 			return nil, fmt.Errorf("claim row %d: params: %w", j.Row, err)
 		}
-		j.Sender = sender
+		j.Sender, j.Attempts = sender, j.Attempts+1
 		jobs = append(jobs, j)
 	}
+	rows.Close()
 	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("claim: %w", err)
+	}
+	if len(jobs) == 0 {
+		return nil, nil
+	}
+	up, err := tx.PrepareContext(ctx, `UPDATE recipients SET status = 'sending', attempts = attempts + 1, attempted_at = ?, updated_at = ? WHERE row = ?`)
+	if err != nil {
+		return nil, fmt.Errorf("claim: %w", err)
+	}
+	defer up.Close()
+	for _, j := range jobs {
+		if _, err := up.ExecContext(ctx, ms(now), ms(now), j.Row); err != nil {
+			return nil, fmt.Errorf("claim row %d: %w", j.Row, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
 		return nil, fmt.Errorf("claim: %w", err)
 	}
 	return jobs, nil
