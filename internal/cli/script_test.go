@@ -47,11 +47,11 @@ func TestScripts(t *testing.T) {
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"sandbox":  cmdSandbox,
-			"gencsv":   cmdGenCSV,
-			"holdlock": cmdHoldLock,
-			"sqlcount": cmdSQLCount,
-			"exitcode": cmdExitCode,
+			"sandbox":   cmdSandbox,
+			"gencsv":    cmdGenCSV,
+			"holdlock":  cmdHoldLock,
+			"sqlcount":  cmdSQLCount,
+			"exitcode":  cmdExitCode,
 			"savecount": cmdSaveCount,
 		},
 	})

@@ -1,78 +1,75 @@
 package reconcile
 
 import (
-	"database/sql"
+	"bufio"
+	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
-	"strings"
-	"syscall"
+	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 
-	_ "github.com/mattn/go-sqlite3"
+	"github.com/bulksend/bulksend/internal/store"
+	"github.com/bulksend/bulksend/internal/webhook"
 )
 
-func cpu() time.Duration {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-func TestExp(t *testing.T) {
+func TestExpMem(t *testing.T) {
 	if os.Getenv("EXP") == "" {
 		t.Skip()
 	}
-	tmpl, _, _ := benchSetup(&testing.B{})
-	const n = 20000
-	now := time.Now().UnixMilli()
-	run := func(name string, f func(tx *sql.Tx)) {
-		best := time.Hour
-		for range 5 {
-			p := filepath.Join(t.TempDir(), "x.db")
-			os.WriteFile(p, tmpl, 0o600)
-			db, _ := sql.Open("sqlite3", "file:"+p+"?_journal_mode=WAL&_synchronous=NORMAL&_busy_timeout=5000&_txlock=immediate")
-			db.SetMaxOpenConns(1)
-			db.Exec("SELECT COUNT(*) FROM recipients")
-			c0 := cpu()
-			tx, _ := db.Begin()
-			f(tx)
-			if err := tx.Commit(); err != nil {
-				t.Fatal(err)
-			}
-			if c := cpu() - c0; c < best {
-				best = c
-			}
-			db.Close()
+	const rows = 100_000
+	dir := t.TempDir()
+	logPath := filepath.Join(dir, "log.ndjson")
+	f, _ := os.Create(logPath)
+	w := bufio.NewWriter(f)
+	for i := range 3 {
+		for row := int64(1); row <= rows; row++ {
+			w.Write(webhook.Body(ourNumber, status([]string{"sent", "delivered", "read"}[i], fmt.Sprintf("wamid.%d", row), float64(i*10), row)))
+			w.WriteByte('\n')
 		}
-		t.Logf("%-20s cpu %5.2fµs/row", name, float64(best.Nanoseconds())/1000/n)
 	}
-	run("narrow per row", func(tx *sql.Tx) {
-		up, _ := tx.Prepare(`UPDATE recipients SET status = ?2, sent_at = ?3, delivered_at = ?4, read_at = ?5, updated_at = ?6 WHERE row = ?1`)
-		for r := 1; r <= n; r++ {
-			if _, err := up.Exec(int64(r), "read", sql.NullInt64{Int64: now, Valid: true}, sql.NullInt64{Int64: now, Valid: true}, sql.NullInt64{Int64: now, Valid: true}, now); err != nil {
-				t.Fatal(err)
+	w.Flush()
+	f.Close()
+	for _, batch := range []int{10_000, 50_000, 200_000} {
+		p := filepath.Join(dir, fmt.Sprintf("c%d.db", batch))
+		st, _ := store.Open(p)
+		n := 0
+		st.Import(context.Background(), func() (store.Row, error) {
+			if n == rows {
+				return store.Row{}, io.EOF
 			}
+			n++
+			return store.Row{Row: int64(n), Line: n + 1, Phone: fmt.Sprintf("+1555%07d", n), Sender: ourNumber}, nil
+		}, func() store.Settings { return store.Settings{CampaignID: testCampaign} })
+		runtime.GC()
+		var base runtime.MemStats
+		runtime.ReadMemStats(&base)
+		var peak atomic.Uint64
+		done := make(chan struct{})
+		go func() {
+			var m runtime.MemStats
+			for {
+				select {
+				case <-done:
+					return
+				case <-time.After(2 * time.Millisecond):
+				}
+				runtime.ReadMemStats(&m)
+				if m.HeapInuse > peak.Load() {
+					peak.Store(m.HeapInuse)
+				}
+			}
+		}()
+		t0 := time.Now()
+		sum, err := Run(context.Background(), st, []string{logPath}, nil, Options{Batch: batch})
+		close(done)
+		if err != nil {
+			t.Fatal(err)
 		}
-	})
-	for _, k := range []int{16, 64} {
-		run(fmt.Sprintf("narrow values %d", k), func(tx *sql.Tx) {
-			vals := strings.TrimSuffix(strings.Repeat("(?,?,?,?,?),", k), ",")
-			up, err := tx.Prepare(`UPDATE recipients SET status = v.column2, sent_at = v.column3, delivered_at = v.column4, read_at = v.column5, updated_at = ?
-				FROM (VALUES ` + vals + `) AS v WHERE recipients.row = v.column1`)
-			if err != nil {
-				t.Fatal(err)
-			}
-			args := make([]any, 0, 5*k+1)
-			for r := 1; r+k-1 <= n; r += k {
-				args = append(args[:0], now)
-				for i := r; i < r+k; i++ {
-					args = append(args, int64(i), "read", now, now, now)
-				}
-				if _, err := up.Exec(args...); err != nil {
-					t.Fatal(err)
-				}
-			}
-		})
+		t.Logf("batch %d: %v, changed %d, peak heap in use %.1f MB above %.1f MB", batch, time.Since(t0), sum.Changed, float64(peak.Load()-base.HeapInuse)/1e6, float64(base.HeapInuse)/1e6)
+		st.Close()
 	}
 }

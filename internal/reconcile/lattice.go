@@ -39,7 +39,7 @@ func statusLevel(s string) (l level, ok bool) {
 // rowLevel is the level a stored row has reached. A failed row without a
 // wamid failed before Meta took the message (synchronously, or by the
 // in-doubt policy), so a status can still prove it went out.
-func rowLevel(s store.State) level {
+func rowLevel(s store.Delivery) level {
 	switch s.Status {
 	case campaign.Sent:
 		return lvSent
@@ -143,7 +143,7 @@ func (e evidence) join(f evidence) evidence {
 //     depend on the order of the logs either.
 //   - sent_at, delivered_at and read_at become the earliest instant known
 //     for that status; a read is also a delivery.
-func apply(s store.State, e evidence) store.State {
+func apply(s store.Delivery, e evidence) store.Delivery {
 	if s.Status == campaign.Skipped || e.level == unproven {
 		return s
 	}
@@ -158,16 +158,16 @@ func apply(s store.State, e evidence) store.State {
 		s.Code, s.Title = e.fail.code, e.fail.title
 	}
 	s.WAMID = minWAMID(s.WAMID, e.wamid)
-	s.SentAt = earliestTime(s.SentAt, e.sent)
-	s.DeliveredAt = earliestTime(s.DeliveredAt, e.delivered)
-	s.ReadAt = earliestTime(s.ReadAt, e.read)
+	s.SentAt = earliest(s.SentAt, e.sent)
+	s.DeliveredAt = earliest(s.DeliveredAt, e.delivered)
+	s.ReadAt = earliest(s.ReadAt, e.read)
 	return s
 }
 
-// changes reports whether apply(*s, *e) would differ from *s (same(s,
-// apply(s, e)) is false), without building the new state. It is for
-// evidence of a single status, whose failure is set only at lvFailed.
-func changes(s *store.State, e *evidence) bool {
+// changes reports whether apply(*s, *e) != *s, without building the new
+// state. It is for the evidence of a single status, whose failure is set
+// only at lvFailed.
+func changes(s *store.Delivery, e *evidence) bool {
 	if s.Status == campaign.Skipped || e.level == unproven {
 		return false
 	}
@@ -186,20 +186,8 @@ func changes(s *store.State, e *evidence) bool {
 	case from == lvFailed && e.level == lvFailed && e.hasFail && e.fail.less(failure{s.Code, s.Title}):
 		return true
 	}
-	return minWAMID(s.WAMID, e.wamid) != s.WAMID ||
-		earlier(e.sent, s.SentAt) || earlier(e.delivered, s.DeliveredAt) || earlier(e.read, s.ReadAt)
-}
-
-// earlier reports whether instant ms (0: none) is before t (zero: none).
-func earlier(ms int64, t time.Time) bool {
-	return ms != 0 && (t.IsZero() || ms < t.UnixMilli())
-}
-
-// same reports whether a and b hold the same values in the fields reconcile
-// writes.
-func same(a, b store.State) bool {
-	return a.Status == b.Status && a.WAMID == b.WAMID && a.Code == b.Code && a.Title == b.Title &&
-		unixMS(a.SentAt) == unixMS(b.SentAt) && unixMS(a.DeliveredAt) == unixMS(b.DeliveredAt) && unixMS(a.ReadAt) == unixMS(b.ReadAt)
+	return minWAMID(s.WAMID, e.wamid) != s.WAMID || earliest(s.SentAt, e.sent) != s.SentAt ||
+		earliest(s.DeliveredAt, e.delivered) != s.DeliveredAt || earliest(s.ReadAt, e.read) != s.ReadAt
 }
 
 // minWAMID is the smaller of two wamids, "" meaning none.
@@ -216,13 +204,6 @@ func earliest(a, b int64) int64 {
 		return b
 	}
 	return a
-}
-
-func earliestTime(t time.Time, ms int64) time.Time {
-	if earlier(ms, t) {
-		return time.UnixMilli(ms)
-	}
-	return t
 }
 
 // unixMS is t in Unix milliseconds, the checkpoint's precision; 0 for the

@@ -184,15 +184,15 @@ type reconciler struct {
 	sum      Summary // counts so far, without Changed by statuses, Settled and Corrected
 	logs     []Log
 	b        batch
-	changed  bitset                // rows the statuses changed
-	touched  map[int64]touched     // rows that settled or were corrected, by their status now
-	policy   map[string]int64      // rows the Unmatched policy settled, by outcome
-	save     []store.State         // scratch for flush: changed rows
-	saveIDs  []store.State         // scratch for flush: changed rows whose wamid, code or title changed
-	keys     []int64               // scratch for flush
-	wamids   []string              // scratch for flush
-	resolved map[string]int64      // scratch for flush: wamid → row
-	prev     map[int64]store.State // the states the last batch loaded, as it left them
+	changed  bitset                   // rows the statuses changed
+	touched  map[int64]touched        // rows that settled or were corrected, by their status now
+	policy   map[string]int64         // rows the Unmatched policy settled, by outcome
+	save     []store.Delivery         // scratch for flush: changed rows
+	saveIDs  []store.Delivery         // scratch for flush: changed rows whose wamid, code or title changed
+	keys     []int64                  // scratch for flush
+	wamids   []string                 // scratch for flush
+	resolved map[string]int64         // scratch for flush: wamid → row
+	prev     map[int64]store.Delivery // the rows the last batch loaded, as it left them
 }
 
 func newReconciler(ctx context.Context, st *store.Store, opt Options) (*reconciler, error) {
@@ -459,7 +459,7 @@ func (rc *reconciler) flush(ctx context.Context) error {
 		}
 		rc.sum.Matched += a.n
 		s := apply(old, a.ev)
-		if same(old, s) {
+		if s == old {
 			continue
 		}
 		for j := a.first; j >= 0; j = b.seen[j].next {
@@ -490,7 +490,7 @@ func (rc *reconciler) flush(ctx context.Context) error {
 
 // track remembers rows that settle or are corrected, for Summary.Settled
 // and Corrected.
-func (rc *reconciler) track(old, s store.State) {
+func (rc *reconciler) track(old, s store.Delivery) {
 	if t, ok := rc.touched[s.Row]; ok {
 		t.now = s.Status
 		rc.touched[s.Row] = t
