@@ -77,7 +77,7 @@ type Engine struct {
 
 	mu       sync.Mutex
 	fatal    error
-	pending  map[string]int // per sender: dispatched but not yet recorded
+	pending  map[string]int // per sender: claimed but not yet recorded
 	recorded chan struct{}  // closed and replaced after each flush
 
 	started                                   time.Time
@@ -183,51 +183,71 @@ func (e *Engine) Run(ctx context.Context) error {
 	return ctx.Err()
 }
 
-// dispatch sends the rows of one sender number.
+// dispatch sends the rows of one sender number. A claimer goroutine keeps
+// the next batch ready, so sending never stops to wait for a claim.
 func (e *Engine) dispatch(ctx, parent context.Context, sender string, sends *sync.WaitGroup) error {
-	var queue []store.Job
-	defer func() {
-		// Claimed rows that never left go back as they were.
-		for _, j := range queue {
-			e.results <- done{Result: store.Result{Row: j.Row, Outcome: store.OutcomeRelease, At: time.Now()}, sender: sender}
-		}
+	batches := make(chan []store.Job) // one batch sending, one ready: a crash leaves two in doubt at most
+	claimErr := make(chan error, 1)
+	go func() {
+		defer close(batches)
+		claimErr <- e.claim(ctx, sender, batches)
 	}()
+	release := func(jobs []store.Job) {
+		// Claimed rows that never left go back as they were.
+		for _, j := range jobs {
+			e.results <- done{Result: store.Result{Row: j.Row, Outcome: store.OutcomeRelease, At: time.Now()}, sender: sender, claimed: true}
+		}
+	}
+	for jobs := range batches {
+		for i, j := range jobs {
+			// The slot in flight first, then the pacer's send slot: booked
+			// the other way round, a send held up by the gate would leave
+			// late and the next one at once, two requests back to back.
+			if err := e.gate.acquire(ctx); err != nil {
+				release(jobs[i:])
+				break
+			}
+			if err := e.pacer.Wait(ctx, sender); err != nil {
+				e.gate.giveBack()
+				release(jobs[i:])
+				break
+			}
+			sends.Add(1)
+			// In-flight requests outlive a cancelled run: they are bounded
+			// by the request timeout and their answers must be recorded.
+			go e.send(context.WithoutCancel(parent), j, sends)
+		}
+	}
+	return <-claimErr
+}
+
+// claim claims batches of sender's due rows into out until none is due
+// within the retry horizon or ctx is done.
+func (e *Engine) claim(ctx context.Context, sender string, out chan<- []store.Job) error {
 	for ctx.Err() == nil {
-		if len(queue) == 0 {
-			// Not cancellable: a claim interrupted after its UPDATE
-			// committed would leave rows sending that nobody sends.
-			jobs, err := e.cfg.Store.Claim(context.WithoutCancel(ctx), sender, time.Now(), e.claimSize(sender))
-			if err != nil {
+		// Not cancellable: a claim interrupted after it committed would
+		// leave rows sending that nobody sends.
+		jobs, err := e.cfg.Store.Claim(context.WithoutCancel(ctx), sender, time.Now(), e.claimSize(sender))
+		if err != nil {
+			return err
+		}
+		if len(jobs) == 0 {
+			more, err := e.idle(ctx, sender)
+			if err != nil || !more {
 				return err
 			}
-			if len(jobs) == 0 {
-				more, err := e.idle(ctx, sender)
-				if err != nil || !more {
-					return err
-				}
-				continue
-			}
-			queue = jobs
+			continue
 		}
-		// The slot in flight first, then the pacer's send slot: booked the
-		// other way round, a send held up by the gate would leave late and
-		// the next one at once, two requests back to back.
-		if err := e.gate.acquire(ctx); err != nil {
-			return nil
-		}
-		if err := e.pacer.Wait(ctx, sender); err != nil {
-			e.gate.giveBack()
-			return nil
-		}
-		j := queue[0]
-		queue = queue[1:]
 		e.mu.Lock()
-		e.pending[sender]++
+		e.pending[sender] += len(jobs)
 		e.mu.Unlock()
-		sends.Add(1)
-		// In-flight requests outlive a cancelled run: they are bounded by
-		// the request timeout and their answers must be recorded.
-		go e.send(context.WithoutCancel(parent), j, sends)
+		select {
+		case out <- jobs:
+		case <-ctx.Done():
+			for _, j := range jobs {
+				e.results <- done{Result: store.Result{Row: j.Row, Outcome: store.OutcomeRelease, At: time.Now()}, sender: sender, claimed: true}
+			}
+		}
 	}
 	return nil
 }
@@ -239,14 +259,14 @@ func (e *Engine) claimSize(sender string) int {
 	r := e.pacer.Rate(sender)
 	if math.IsInf(r, 1) || r <= 0 {
 		limit, _ := e.gate.snapshot()
-		return max(64, 2*limit)
+		return max(256, 2*limit)
 	}
 	return max(1, min(200, int(math.Ceil(r/10))))
 }
 
-// idle is called when sender has nothing due. It waits for answers still
-// in flight and for retries due within the horizon; it reports whether
-// there may be more to send.
+// idle is called when sender has nothing due. It waits for claimed rows
+// to be recorded (their outcome may be a retry) and for retries due within
+// the horizon; it reports whether there may be more to send.
 func (e *Engine) idle(ctx context.Context, sender string) (bool, error) {
 	e.mu.Lock()
 	inflight := e.pending[sender]
@@ -290,7 +310,7 @@ func (e *Engine) send(ctx context.Context, j store.Job, sends *sync.WaitGroup) {
 	wamid, err := e.cfg.Sender.Send(ctx, msg)
 	now := time.Now()
 	e.gate.release(now.Sub(start))
-	e.results <- done{Result: e.outcome(j, wamid, err, now), sender: j.Sender, inflight: true}
+	e.results <- done{Result: e.outcome(j, wamid, err, now), sender: j.Sender, claimed: true}
 }
 
 // outcome decides what becomes of a row from the answer to its request.
@@ -367,8 +387,8 @@ func (e *Engine) setFatal(err error) {
 // done is a result on its way to the checkpoint.
 type done struct {
 	store.Result
-	sender   string
-	inflight bool // it was dispatched: counted in pending
+	sender  string
+	claimed bool // counted in pending
 }
 
 // record writes results in batches until the results channel closes. A
@@ -408,7 +428,7 @@ func (e *Engine) record() error {
 				return failed
 			}
 			batch = append(batch, d.Result)
-			if d.inflight {
+			if d.claimed {
 				senders = append(senders, d.sender)
 			}
 			if len(batch) >= maxBatch {

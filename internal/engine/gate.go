@@ -28,7 +28,9 @@ func newGate(fixed int, rate float64) *gate {
 	g := &gate{limit: fixed, wake: make(chan struct{}, 1), rate: rate}
 	if fixed <= 0 {
 		g.auto = true
-		g.limit = minAuto
+		// Until the first answers tell the latency, assume half a second:
+		// starting small would send below the rate for the first round trip.
+		g.limit = min(maxAuto, max(minAuto, int(math.Ceil(rate*0.5))+4))
 		if rate <= 0 {
 			g.limit = 64
 		}

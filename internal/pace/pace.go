@@ -7,6 +7,7 @@ package pace
 
 import (
 	"context"
+	"math"
 	"sync"
 	"time"
 
@@ -144,9 +145,14 @@ func (p *Pacer) Succeeded(from string, now time.Time) {
 	n.lim.SetLimitAt(now, p.base*rate.Limit(n.factor))
 }
 
-// Rate returns the current sends per second allowed for from.
+// Rate returns the current sends per second allowed for from; +Inf
+// when unlimited.
 func (p *Pacer) Rate(from string) float64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return float64(p.number(from, time.Now()).lim.Limit())
+	l := p.number(from, time.Now()).lim.Limit()
+	if l == rate.Inf {
+		return math.Inf(1) // rate.Inf is MaxFloat64: arithmetic on it overflows
+	}
+	return float64(l)
 }

@@ -93,6 +93,9 @@ func TestThrottlePausesSlowsAndRecovers(t *testing.T) {
 
 func TestUnlimited(t *testing.T) {
 	p := New(0)
+	if r := p.Rate("A"); !math.IsInf(r, 1) {
+		t.Fatalf("unlimited Rate() = %v, want +Inf", r)
+	}
 	for i := 0; i < 1000; i++ {
 		if wait, ok := p.Reserve("A", t0); !ok || wait != 0 {
 			t.Fatalf("unlimited pacer made send %d wait %v", i, wait)

@@ -4,8 +4,8 @@
 //
 // Statuses apply as a join over a lattice, so duplicates, out-of-order
 // delivery and the order of several logs make no difference to the end
-// state, and running again with the same logs changes nothing. A row moves
-// up this order and never down:
+// state (but see matching by wamid below), and running again with the same
+// logs changes nothing. A row moves up this order and never down:
 //
 //	pending, sending, in_doubt, failed without a wamid  <  sent  <  failed (by a webhook)  <  delivered  <  read
 //
@@ -14,10 +14,18 @@
 // moves like an in-doubt row. Skipped rows never change. Timestamps keep
 // the earliest instant seen for each status.
 //
+// A status matches a row by its biz_opaque_callback_data when bulksend
+// wrote it, else by its wamid: the one the send recorded, or one that a
+// status with callback data recorded earlier (in an earlier batch, or in
+// the same one). Meta includes the callback data in every status of a
+// message sent with it, so the order of the statuses matters here only for
+// a log that lost it from some statuses of a message and not others.
+//
 // Statuses are read in batches: each batch is reduced to one merged
 // evidence per row, the rows' current states are loaded in one go, and
 // only the rows that change are written, in one transaction per batch.
-// Memory is bounded by the batch size, not by the size of the logs.
+// Memory is bounded by the batch size, not by the size of the logs. A
+// goroutine decodes the log while the batch is applied.
 package reconcile
 
 import (
@@ -36,9 +44,14 @@ import (
 	"github.com/bulksend/bulksend/internal/webhook"
 )
 
-// DefaultBatch is the number of statuses applied per transaction when
-// Options.Batch is 0.
-const DefaultBatch = 10_000
+// DefaultBatch is the number of statuses per batch when Options.Batch is
+// 0. A batch holds, for each row it touches, the row's merged statuses and
+// state. Bigger batches write a row once for all its statuses they hold: a
+// shuffled log of three statuses per row applies about twice as fast in
+// batches of 65,536 as in batches of 10,000 (BenchmarkReconcile), for a
+// peak heap of about 120 MB instead of 30 MB when each status is of
+// another row.
+const DefaultBatch = 1 << 16
 
 // Options configure a reconcile. The zero value of each field has the
 // meaning its comment gives.
@@ -62,7 +75,8 @@ type Options struct {
 	MaxAttempts int
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
-	// Batch is the number of statuses per transaction; 0 means
+	// Batch is the number of statuses per batch: one lookup of the rows
+	// they name and one transaction for those that change. 0 means
 	// DefaultBatch.
 	Batch int
 }
@@ -191,8 +205,9 @@ type reconciler struct {
 	saveIDs  []store.Delivery         // scratch for flush: changed rows whose wamid, code or title changed
 	keys     []int64                  // scratch for flush
 	wamids   []string                 // scratch for flush
+	moves    []move                   // scratch for flush
 	resolved map[string]int64         // scratch for flush: wamid → row
-	prev     map[int64]store.Delivery // the rows the last batch loaded, as it left them
+	states   map[int64]store.Delivery // the rows of the batch; between batches, as the last one left them
 }
 
 func newReconciler(ctx context.Context, st *store.Store, opt Options) (*reconciler, error) {
@@ -234,7 +249,7 @@ func newReconciler(ctx context.Context, st *store.Store, opt Options) (*reconcil
 		touched:  map[int64]touched{},
 		policy:   map[string]int64{},
 		resolved: map[string]int64{},
-		b:        newBatch(opt.Batch),
+		b:        newBatch(),
 	}
 	if len(opt.Senders) > 0 {
 		rc.senders = make(map[string]bool, len(opt.Senders))
@@ -246,7 +261,7 @@ func newReconciler(ctx context.Context, st *store.Store, opt Options) (*reconcil
 }
 
 // read applies the statuses of r, batch by batch, and returns what the log
-// held.
+// held. It returns when it has stopped using r.
 func (rc *reconciler) read(ctx context.Context, r *webhook.Reader) (Log, error) {
 	// A goroutine decodes the log, a third of the work, while this one
 	// applies what it has decoded so far.
@@ -389,11 +404,21 @@ func (rc *reconciler) flush(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	// The rows of the last batch need no lookup: it left them as rc.prev
-	// says, and nothing else writes the checkpoint meanwhile.
+	// The rows of the last batch need no lookup: it left them as
+	// rc.states says, and nothing else writes the checkpoint meanwhile.
+	states := rc.states
+	for row := range states {
+		if _, ok := b.rows[row]; !ok {
+			delete(states, row)
+		}
+	}
+	if len(states) == 0 { // sized once rather than grown
+		states = make(map[int64]store.Delivery, len(b.rows)+len(b.wamids))
+		rc.states = states
+	}
 	rc.keys, rc.wamids = rc.keys[:0], rc.wamids[:0]
 	for row := range b.rows {
-		if _, ok := rc.prev[row]; !ok {
+		if _, ok := states[row]; !ok {
 			rc.keys = append(rc.keys, row)
 		}
 	}
@@ -402,16 +427,10 @@ func (rc *reconciler) flush(ctx context.Context) error {
 	}
 	// Sorted, each lookup of a chunk of rows reads neighbouring pages.
 	slices.Sort(rc.keys)
-	states, err := rc.st.Deliveries(ctx, rc.keys, rc.wamids)
-	if err != nil {
+	if err := rc.st.Deliveries(ctx, rc.keys, rc.wamids, states); err != nil {
+		clear(states) // some may be stale now
 		return err
 	}
-	for row := range b.rows {
-		if s, ok := rc.prev[row]; ok {
-			states[row] = s
-		}
-	}
-	rc.prev = nil
 
 	// Statuses without our callback data: by the wamid stored on a row,
 	// else by one a status with callback data records in this batch.
@@ -423,8 +442,8 @@ func (rc *reconciler) flush(ctx context.Context) error {
 			}
 		}
 		for row, i := range b.rows {
-			for j := b.aggs[i].first; j >= 0; j = b.seen[j].next {
-				w := b.seen[j].e.wamid
+			for j := b.aggs.at(i).first; j >= 0; j = b.seen.at(j).next {
+				w := b.seen.at(j).e.wamid
 				if _, done := rc.resolved[w]; done {
 					continue
 				}
@@ -436,7 +455,7 @@ func (rc *reconciler) flush(ctx context.Context) error {
 		for w, i := range b.wamids {
 			row, ok := rc.resolved[w]
 			if !ok {
-				rc.sum.Foreign += b.aggs[i].n
+				rc.sum.Foreign += b.aggs.at(i).n
 				continue
 			}
 			b.byRow(row).merge(b, i)
@@ -450,8 +469,9 @@ func (rc *reconciler) flush(ctx context.Context) error {
 	}
 	slices.Sort(rc.keys)
 	rc.save, rc.saveIDs = slices.Grow(rc.save[:0], len(rc.keys)), rc.saveIDs[:0]
+	rc.moves = rc.moves[:0]
 	for _, row := range rc.keys {
-		a := &b.aggs[b.rows[row]]
+		a := b.aggs.at(b.rows[row])
 		old, ok := states[row]
 		if !ok {
 			rc.sum.Foreign += a.n // our callback data, but no such row
@@ -462,8 +482,8 @@ func (rc *reconciler) flush(ctx context.Context) error {
 		if s == old {
 			continue
 		}
-		for j := a.first; j >= 0; j = b.seen[j].next {
-			if changes(&old, &b.seen[j].e) {
+		for j := a.first; j >= 0; j = b.seen.at(j).next {
+			if changes(&old, &b.seen.at(j).e) {
 				rc.sum.Applied++
 			}
 		}
@@ -473,9 +493,12 @@ func (rc *reconciler) flush(ctx context.Context) error {
 		} else {
 			rc.save = append(rc.save, s)
 		}
-		rc.track(old, s)
+		if m, ok := rc.move(old, s); ok {
+			rc.moves = append(rc.moves, m)
+		}
 	}
 	if err := rc.st.SaveDeliveries(ctx, rc.saveIDs, rc.save, rc.opt.Now()); err != nil {
+		clear(states) // not written after all
 		return err
 	}
 	for _, s := range rc.saveIDs {
@@ -484,28 +507,34 @@ func (rc *reconciler) flush(ctx context.Context) error {
 	for _, s := range rc.save {
 		rc.changed.set(s.Row)
 	}
-	rc.prev = states
+	for _, m := range rc.moves {
+		rc.touched[m.row] = m.touched
+	}
 	return nil
 }
 
-// track remembers rows that settle or are corrected, for Summary.Settled
-// and Corrected.
-func (rc *reconciler) track(old, s store.Delivery) {
-	if t, ok := rc.touched[s.Row]; ok {
-		t.now = s.Status
-		rc.touched[s.Row] = t
-		return
-	}
-	var from origin
+// move says how a change of a row from old to s counts in Summary.Settled
+// or Corrected; ok is false if it does not.
+func (rc *reconciler) move(old, s store.Delivery) (m move, ok bool) {
+	t, ok := rc.touched[s.Row] // changed by an earlier batch: it counts as it was then
 	switch {
+	case ok:
 	case old.Status == campaign.Failed && old.WAMID == "":
-		from = fromFailed
+		t.from = fromFailed
 	case !old.Status.Settled():
-		from = fromUnsettled
+		t.from = fromUnsettled
 	default:
-		return
+		return m, false
 	}
-	rc.touched[s.Row] = touched{from: from, now: s.Status}
+	t.now = s.Status
+	return move{s.Row, t}, true
+}
+
+// move is a row that settles or is corrected, for Summary.Settled and
+// Corrected.
+type move struct {
+	row int64
+	touched
 }
 
 // finish applies the Unmatched policy and completes the summary.
@@ -578,8 +607,8 @@ type batch struct {
 	events int
 	rows   map[int64]int32  // row → aggs index
 	wamids map[string]int32 // wamid → aggs index
-	aggs   []agg
-	seen   []seen
+	aggs   blocks[agg]
+	seen   blocks[seen]
 }
 
 // agg is the merged evidence of one row or wamid.
@@ -595,21 +624,20 @@ type seen struct {
 	next int32
 }
 
-func newBatch(size int) batch {
-	n := min(size, 1<<16) // grown as needed, then reused
-	return batch{rows: make(map[int64]int32, n), wamids: map[string]int32{}, aggs: make([]agg, 0, n), seen: make([]seen, 0, n)}
+func newBatch() batch {
+	return batch{rows: map[int64]int32{}, wamids: map[string]int32{}}
 }
 
 func (b *batch) reset() {
 	b.events = 0
 	clear(b.rows)
 	clear(b.wamids)
-	b.aggs, b.seen = b.aggs[:0], b.seen[:0]
+	b.aggs.reset()
+	b.seen.reset()
 }
 
 func (b *batch) newAgg() int32 {
-	b.aggs = append(b.aggs, agg{first: -1})
-	return int32(len(b.aggs) - 1)
+	return b.aggs.push(agg{first: -1})
 }
 
 func (b *batch) byRow(row int64) *agg {
@@ -618,7 +646,7 @@ func (b *batch) byRow(row int64) *agg {
 		i = b.newAgg()
 		b.rows[row] = i
 	}
-	return &b.aggs[i]
+	return b.aggs.at(i)
 }
 
 func (b *batch) byWAMID(w string) *agg {
@@ -627,34 +655,58 @@ func (b *batch) byWAMID(w string) *agg {
 		i = b.newAgg()
 		b.wamids[w] = i
 	}
-	return &b.aggs[i]
+	return b.aggs.at(i)
 }
 
 // add merges e, which stands for n statuses, into a.
 func (a *agg) add(b *batch, e evidence, n int64) {
 	a.n += n
-	for j := a.first; j >= 0; j = b.seen[j].next {
-		if b.seen[j].e == e {
+	for j := a.first; j >= 0; j = b.seen.at(j).next {
+		if b.seen.at(j).e == e {
 			return
 		}
 	}
 	a.ev = a.ev.join(e)
-	b.seen = append(b.seen, seen{e: e, next: a.first})
-	a.first = int32(len(b.seen) - 1)
+	a.first = b.seen.push(seen{e: e, next: a.first})
 }
 
 // merge merges the agg at index src into a.
 func (a *agg) merge(b *batch, src int32) {
-	s := b.aggs[src]
+	s := *b.aggs.at(src)
 	first := true
-	for j := s.first; j >= 0; j = b.seen[j].next {
+	for j := s.first; j >= 0; j = b.seen.at(j).next {
 		n := int64(0)
 		if first {
 			n, first = s.n, false
 		}
-		a.add(b, b.seen[j].e, n)
+		a.add(b, b.seen.at(j).e, n)
 	}
 }
+
+// blocks is an append-only list kept in blocks of blockSize: growing it
+// never copies what it holds, and reset keeps the blocks for the next
+// batch. Its zero value is empty.
+type blocks[T any] struct {
+	b [][]T
+	n int32
+}
+
+const blockSize = 4096
+
+func (l *blocks[T]) at(i int32) *T { return &l.b[i/blockSize][i%blockSize] }
+
+// push appends v and returns its index.
+func (l *blocks[T]) push(v T) int32 {
+	if int(l.n) == len(l.b)*blockSize {
+		l.b = append(l.b, make([]T, blockSize))
+	}
+	i := l.n
+	l.n++
+	*l.at(i) = v
+	return i
+}
+
+func (l *blocks[T]) reset() { l.n = 0 }
 
 // bitset is a set of row numbers.
 type bitset []uint64

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -77,6 +78,20 @@ func TestApply(t *testing.T) {
 			opt:  Options{Senders: []string{ourNumber}},
 			want: []string{"delivered w1 sent@1.5 delivered@20", "read w2 sent@1.5 delivered@30 read@30", "delivered w3 sent@1.5 delivered@20"},
 			sum:  counts{Events: 3, Matched: 3, Applied: 3, Changed: 3},
+		},
+		{
+			name: "wamid recorded by a status with callback data in the same batch",
+			rows: []seed{inDoubt(at(0), 1)},
+			log:  []webhook.Status{status("read", "w1", 30, 0), status("sent", "w1", 10, 1)},
+			want: []string{"read w1 sent@10 delivered@30 read@30"},
+			sum:  counts{Events: 2, Matched: 2, Applied: 2, Changed: 1, Settled: settled{"read": 1}},
+		},
+		{
+			name: "without senders, any number's status is looked up by wamid",
+			rows: []seed{sentRow("w1", 1)},
+			log:  []webhook.Status{from(status("delivered", "w1", 20, 0), "999")},
+			want: []string{"delivered w1 sent@1 delivered@20"},
+			sum:  counts{Events: 1, Matched: 1, Applied: 1, Changed: 1},
 		},
 		{
 			name: "duplicates change nothing more",
@@ -517,4 +532,33 @@ func TestRunErrors(t *testing.T) {
 			t.Errorf("row 1 = %q after a cancelled run", got)
 		}
 	})
+}
+
+// TestSummaryJSON pins the JSON names of Summary, which scripts read from
+// `bulksend reconcile --json`: fields are only ever added.
+func TestSummaryJSON(t *testing.T) {
+	b, err := json.Marshal(Summary{Logs: []Log{{}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]any
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"events", "matched", "applied", "foreign", "invalid", "not_status", "unknown",
+		"first_invalid_lines", "settled", "corrected", "still_in_doubt", "changed", "logs"}
+	for _, k := range want {
+		if _, ok := got[k]; !ok {
+			t.Errorf("no %q in %s", k, b)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("%d fields in %s, want %d", len(got), b, len(want))
+	}
+	log := got["logs"].([]any)[0].(map[string]any)
+	for _, k := range []string{"name", "events", "invalid", "not_status", "first_invalid_lines"} {
+		if _, ok := log[k]; !ok {
+			t.Errorf("no %q in logs[0] of %s", k, b)
+		}
+	}
 }

@@ -31,39 +31,52 @@ const deliveryChunk = 500
 
 const deliveryCols = `row, status, COALESCE(wamid, ''), COALESCE(error_code, 0), COALESCE(error_title, ''), COALESCE(sent_at, 0), COALESCE(delivered_at, 0), COALESCE(read_at, 0)`
 
-// Deliveries returns the deliveries of the given rows and of the rows
-// holding the given wamids, keyed by row, as States does. Unknown rows and
-// wamids are absent.
-func (s *Store) Deliveries(ctx context.Context, rows []int64, wamids []string) (map[int64]Delivery, error) {
-	out := make(map[int64]Delivery, len(rows)+len(wamids))
+// Deliveries puts into out the deliveries of the given rows and of the
+// rows holding the given wamids, keyed by row, as States does; it leaves
+// the other entries of out alone. Unknown rows and wamids are absent.
+func (s *Store) Deliveries(ctx context.Context, rows []int64, wamids []string, out map[int64]Delivery) error {
 	keys := make([]any, 0, min(max(len(rows), len(wamids)), deliveryChunk))
 	load := func(col string, n int, key func(int) any) error {
+		var full *sql.Stmt // for chunks of deliveryChunk keys
+		defer func() {
+			if full != nil {
+				full.Close()
+			}
+		}()
 		for i := 0; i < n; i += deliveryChunk {
 			keys = keys[:0]
 			for j := i; j < min(n, i+deliveryChunk); j++ {
 				keys = append(keys, key(j))
 			}
 			q := `SELECT ` + deliveryCols + ` FROM recipients WHERE ` + col + ` IN (` + strings.TrimSuffix(strings.Repeat("?,", len(keys)), ",") + `)`
-			if err := s.scanDeliveries(ctx, q, keys, out); err != nil {
+			var rs *sql.Rows
+			var err error
+			switch {
+			case len(keys) < deliveryChunk:
+				rs, err = s.db.QueryContext(ctx, q, keys...)
+			case full == nil:
+				if full, err = s.db.PrepareContext(ctx, q); err == nil {
+					rs, err = full.QueryContext(ctx, keys...)
+				}
+			default:
+				rs, err = full.QueryContext(ctx, keys...)
+			}
+			if err == nil {
+				err = scanDeliveries(rs, out)
+			}
+			if err != nil {
 				return fmt.Errorf("load states: %w", err)
 			}
 		}
 		return nil
 	}
 	if err := load("row", len(rows), func(i int) any { return rows[i] }); err != nil {
-		return nil, err
-	}
-	if err := load("wamid", len(wamids), func(i int) any { return wamids[i] }); err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
-func (s *Store) scanDeliveries(ctx context.Context, q string, args []any, out map[int64]Delivery) error {
-	rs, err := s.db.QueryContext(ctx, q, args...)
-	if err != nil {
 		return err
 	}
+	return load("wamid", len(wamids), func(i int) any { return wamids[i] })
+}
+
+func scanDeliveries(rs *sql.Rows, out map[int64]Delivery) error {
 	defer rs.Close()
 	var status sql.RawBytes
 	for rs.Next() {
@@ -86,7 +99,7 @@ func (s *Store) scanDeliveries(ctx context.Context, q string, args []any, out ma
 }
 
 // deliveryBatch is how many rows one UPDATE of SaveDeliveries writes.
-const deliveryBatch = 64
+const deliveryBatch = 128
 
 // SaveDeliveries writes deliveries in one transaction, as SaveStates does
 // states: the status, sent_at, delivered_at and read_at of all of them,
@@ -101,8 +114,18 @@ func (s *Store) SaveDeliveries(ctx context.Context, withIDs, others []Delivery, 
 		return fmt.Errorf("save states: %w", err)
 	}
 	defer tx.Rollback()
-	opt := func(v int64) sql.NullInt64 { return sql.NullInt64{Int64: v, Valid: v != 0} }
-	text := func(v string) sql.NullString { return sql.NullString{String: v, Valid: v != ""} }
+	opt := func(v int64) any { // NULL for 0
+		if v == 0 {
+			return nil
+		}
+		return v
+	}
+	text := func(v string) any { // NULL for ""
+		if v == "" {
+			return nil
+		}
+		return v
+	}
 	at := now.UnixMilli()
 	if len(withIDs) > 0 {
 		up, err := tx.PrepareContext(ctx, `UPDATE recipients SET status = ?2, wamid = ?3, error_code = ?4, error_title = ?5,
@@ -126,7 +149,7 @@ func (s *Store) SaveDeliveries(ctx context.Context, withIDs, others []Delivery, 
 		n := min(len(others), deliveryBatch)
 		args = append(args[:0], at)
 		for _, d := range others[:n] {
-			args = append(args, d.Row, string(d.Status), opt(d.SentAt), opt(d.DeliveredAt), opt(d.ReadAt))
+			args = append(args, d.Row, statusArg(d.Status), opt(d.SentAt), opt(d.DeliveredAt), opt(d.ReadAt))
 		}
 		q := `UPDATE recipients SET status = v.column2, sent_at = v.column3, delivered_at = v.column4, read_at = v.column5, updated_at = ?1
 			FROM (VALUES ` + strings.TrimSuffix(strings.Repeat("(?,?,?,?,?),", n), ",") + `) AS v WHERE recipients.row = v.column1`
@@ -151,4 +174,21 @@ func (s *Store) SaveDeliveries(ctx context.Context, withIDs, others []Delivery, 
 		return fmt.Errorf("save states: %w", err)
 	}
 	return nil
+}
+
+// statusArgs are the statuses as query arguments, made once: converting a
+// string to an interface allocates.
+var statusArgs = func() map[campaign.Status]any {
+	m := map[campaign.Status]any{}
+	for _, s := range campaign.Statuses {
+		m[s] = string(s)
+	}
+	return m
+}()
+
+func statusArg(s campaign.Status) any {
+	if a, ok := statusArgs[s]; ok {
+		return a
+	}
+	return string(s)
 }

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/bulksend/bulksend/internal/campaign"
@@ -28,24 +29,29 @@ func (s *Store) Claim(ctx context.Context, sender string, now time.Time, limit i
 		return nil, fmt.Errorf("claim: %w", err)
 	}
 	defer tx.Rollback()
-	rows, err := tx.QueryContext(ctx, `SELECT row, phone, params, attempts FROM recipients
-		WHERE status = 'pending' AND sender = ? AND next_at <= ? ORDER BY next_at, row LIMIT ?`, sender, ms(now), limit)
+	rows, err := tx.StmtContext(ctx, s.claimSelect).QueryContext(ctx, sender, ms(now), limit)
 	if err != nil {
 		return nil, fmt.Errorf("claim: %w", err)
 	}
 	var jobs []Job
+	ids := make([]byte, 0, 8*limit)
+	ids = append(ids, '[')
 	for rows.Next() {
 		var j Job
-		var params string
+		var params []byte
 		if err := rows.Scan(&j.Row, &j.Phone, &params, &j.Attempts); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("claim: %w", err)
 		}
-		if err := json.Unmarshal([]byte(params), &j.Params); err != nil {
+		if err := json.Unmarshal(params, &j.Params); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("claim row %d: params: %w", j.Row, err)
 		}
 		j.Sender, j.Attempts = sender, j.Attempts+1
+		if len(jobs) > 0 {
+			ids = append(ids, ',')
+		}
+		ids = strconv.AppendInt(ids, j.Row, 10)
 		jobs = append(jobs, j)
 	}
 	rows.Close()
@@ -55,15 +61,9 @@ func (s *Store) Claim(ctx context.Context, sender string, now time.Time, limit i
 	if len(jobs) == 0 {
 		return nil, nil
 	}
-	up, err := tx.PrepareContext(ctx, `UPDATE recipients SET status = 'sending', attempts = attempts + 1, attempted_at = ?, updated_at = ? WHERE row = ?`)
-	if err != nil {
+	ids = append(ids, ']')
+	if _, err := tx.StmtContext(ctx, s.claimUpdate).ExecContext(ctx, ms(now), string(ids)); err != nil {
 		return nil, fmt.Errorf("claim: %w", err)
-	}
-	defer up.Close()
-	for _, j := range jobs {
-		if _, err := up.ExecContext(ctx, ms(now), ms(now), j.Row); err != nil {
-			return nil, fmt.Errorf("claim row %d: %w", j.Row, err)
-		}
 	}
 	if err := tx.Commit(); err != nil {
 		return nil, fmt.Errorf("claim: %w", err)

@@ -25,6 +25,9 @@ import (
 type Store struct {
 	db   *sql.DB
 	path string
+
+	// Prepared once: a claim runs ten times a second per sender number.
+	claimSelect, claimUpdate *sql.Stmt
 }
 
 const schema = `
@@ -84,11 +87,26 @@ func Open(path string) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("open checkpoint %q: %w", path, err)
 	}
-	return &Store{db: db, path: path}, nil
+	s := &Store{db: db, path: path}
+	if s.claimSelect, err = db.Prepare(`SELECT row, phone, params, attempts FROM recipients
+		WHERE status = 'pending' AND sender = ? AND next_at <= ? ORDER BY next_at, row LIMIT ?`); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open checkpoint %q: %w", path, err)
+	}
+	if s.claimUpdate, err = db.Prepare(`UPDATE recipients SET status = 'sending', attempts = attempts + 1, attempted_at = ?1, updated_at = ?1
+		WHERE row IN (SELECT value FROM json_each(?2))`); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open checkpoint %q: %w", path, err)
+	}
+	return s, nil
 }
 
 // Close closes the checkpoint.
-func (s *Store) Close() error { return s.db.Close() }
+func (s *Store) Close() error {
+	s.claimSelect.Close()
+	s.claimUpdate.Close()
+	return s.db.Close()
+}
 
 // Path is the checkpoint's file name.
 func (s *Store) Path() string { return s.path }

@@ -32,7 +32,7 @@ func phones(n int, sender string) []Row {
 	return out
 }
 
-func newStore(t *testing.T, rows ...Row) *Store {
+func newStore(t testing.TB, rows ...Row) *Store {
 	t.Helper()
 	s, err := Open(filepath.Join(t.TempDir(), "c.bulksend.db"))
 	if err != nil {
