@@ -6,17 +6,17 @@ import (
 	"sort"
 	"time"
 
-	"github.com/bulksend/bulksend/internal/campaign"
 	"github.com/bulksend/bulksend/internal/store"
 )
 
 // printPlan is --dry-run's output: what a run would send, and how long it
 // would take at the configured rate.
-func printPlan(ios *IO, st *store.Store, s store.Settings, c campaign.Counts) error {
-	r, err := st.Report(context.Background(), time.Now())
+func printPlan(ctx context.Context, ios *IO, st *store.Store, s store.Settings) error {
+	r, err := st.Breakdown(ctx)
 	if err != nil {
 		return err
 	}
+	c := r.Counts
 	w := ios.Out
 	fmt.Fprintf(w, "plan: template %s/%s, %d parameter column(s) %v\n", s.Template, s.Lang, len(s.Params), s.Params)
 	fmt.Fprintf(w, "rows: %d total, %d to send, %d skipped, %d in doubt, %d already settled\n",

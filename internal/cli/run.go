@@ -173,11 +173,7 @@ func runRun(ctx context.Context, ios *IO, o *runOptions) error {
 		return err
 	}
 	if readOnly {
-		counts, err := st.Counts(runCtx)
-		if err != nil {
-			return err
-		}
-		return printPlan(ios, st, settings, counts)
+		return printPlan(runCtx, ios, st, settings)
 	}
 	now := time.Now()
 	if n, err := st.RecoverSending(runCtx, now); err != nil {
@@ -201,12 +197,12 @@ func runRun(ctx context.Context, ios *IO, o *runOptions) error {
 			o.log.Info("suppression list applied", "rows_skipped", n)
 		}
 	}
+	if o.dryRun {
+		return printPlan(runCtx, ios, st, settings)
+	}
 	counts, err := st.Counts(runCtx)
 	if err != nil {
 		return err
-	}
-	if o.dryRun {
-		return printPlan(ios, st, settings, counts)
 	}
 
 	apiURL := o.apiURL

@@ -40,6 +40,12 @@ func (s *Store) Import(ctx context.Context, next func() (Row, error), settings f
 	} else if !errors.Is(err, ErrNoSettings) {
 		return 0, err
 	}
+	// Into an empty file a rollback journal has next to nothing to save,
+	// while WAL would write every page twice (WAL, then checkpoint).
+	if _, err := s.db.ExecContext(ctx, `PRAGMA journal_mode=DELETE`); err != nil {
+		return 0, fmt.Errorf("import: %w", err)
+	}
+	defer s.db.Exec(`PRAGMA journal_mode=WAL`)
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return 0, fmt.Errorf("import: %w", err)

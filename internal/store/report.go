@@ -37,42 +37,30 @@ type SenderCount struct {
 	Counts campaign.Counts `json:"counts"`
 }
 
-// Report gathers the status report at instant now.
-func (s *Store) Report(ctx context.Context, now time.Time) (Report, error) {
-	r := Report{At: now, Skipped: map[string]int64{}}
-	var err error
-	q := func(query string, scan func(*sql.Rows) error, args ...any) {
-		if err != nil {
-			return
-		}
-		var rows *sql.Rows
-		rows, err = s.db.QueryContext(ctx, query, args...)
-		if err != nil {
-			err = fmt.Errorf("report: %w", err)
-			return
-		}
-		defer rows.Close()
-		for rows.Next() && err == nil {
-			err = scan(rows)
-		}
-		if err == nil {
-			err = rows.Err()
+// query runs a read-only query and scans each row; errors name the report.
+func (s *Store) query(ctx context.Context, query string, scan func(*sql.Rows) error, args ...any) error {
+	rows, err := s.db.QueryContext(ctx, query, args...)
+	if err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := scan(rows); err != nil {
+			return fmt.Errorf("report: %w", err)
 		}
 	}
-	q(`SELECT status, COALESCE(error_code, 0), COALESCE(MAX(error_title), ''), COUNT(*) FROM recipients
-		WHERE error_code IS NOT NULL OR (error_title IS NOT NULL AND status IN ('failed', 'in_doubt', 'pending'))
-		GROUP BY status, error_code ORDER BY COUNT(*) DESC`, func(rows *sql.Rows) error {
-		var e ErrorCount
-		var st string
-		if err := rows.Scan(&st, &e.Code, &e.Title, &e.Rows); err != nil {
-			return err
-		}
-		e.Status = campaign.Status(st)
-		r.ByError = append(r.ByError, e)
-		return nil
-	})
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	return nil
+}
+
+// Breakdown is the cheap part of a report, one scan of the table: the
+// counts, each sender's counts and the skip reasons.
+func (s *Store) Breakdown(ctx context.Context) (Report, error) {
+	r := Report{Skipped: map[string]int64{}}
 	bySender := map[string]*campaign.Counts{}
-	q(`SELECT sender, status, `+skipKindSQL+`, COUNT(*) FROM recipients GROUP BY 1, 2, 3`, func(rows *sql.Rows) error {
+	err := s.query(ctx, `SELECT sender, status, `+skipKindSQL+`, COUNT(*) FROM recipients GROUP BY 1, 2, 3`, func(rows *sql.Rows) error {
 		var sender, st, kind string
 		var n int64
 		if err := rows.Scan(&sender, &st, &kind, &n); err != nil {
@@ -88,6 +76,38 @@ func (s *Store) Report(ctx context.Context, now time.Time) (Report, error) {
 		if st == string(campaign.Skipped) {
 			r.Skipped[kind] += n
 		}
+		return nil
+	})
+	for sender, c := range bySender {
+		r.BySender = append(r.BySender, SenderCount{Sender: sender, Counts: *c})
+	}
+	sort.Slice(r.BySender, func(i, j int) bool { return r.BySender[i].Sender < r.BySender[j].Sender })
+	return r, err
+}
+
+// Report gathers the status report at instant now: the breakdown, errors
+// by code, retries, the recent rate and delivery times.
+func (s *Store) Report(ctx context.Context, now time.Time) (Report, error) {
+	r, err := s.Breakdown(ctx)
+	if err != nil {
+		return r, err
+	}
+	r.At = now
+	q := func(query string, scan func(*sql.Rows) error, args ...any) {
+		if err == nil {
+			err = s.query(ctx, query, scan, args...)
+		}
+	}
+	q(`SELECT status, COALESCE(error_code, 0), COALESCE(MAX(error_title), ''), COUNT(*) FROM recipients
+		WHERE error_code IS NOT NULL OR (error_title IS NOT NULL AND status IN ('failed', 'in_doubt', 'pending'))
+		GROUP BY status, error_code ORDER BY COUNT(*) DESC`, func(rows *sql.Rows) error {
+		var e ErrorCount
+		var st string
+		if err := rows.Scan(&st, &e.Code, &e.Title, &e.Rows); err != nil {
+			return err
+		}
+		e.Status = campaign.Status(st)
+		r.ByError = append(r.ByError, e)
 		return nil
 	})
 	q(`SELECT COUNT(*), COALESCE(MIN(next_at), 0) FROM recipients WHERE status = 'pending' AND attempts > 0`, func(rows *sql.Rows) error {
@@ -114,10 +134,6 @@ func (s *Store) Report(ctx context.Context, now time.Time) (Report, error) {
 	if err != nil {
 		return r, err
 	}
-	for sender, c := range bySender {
-		r.BySender = append(r.BySender, SenderCount{Sender: sender, Counts: *c})
-	}
-	sort.Slice(r.BySender, func(i, j int) bool { return r.BySender[i].Sender < r.BySender[j].Sender })
 	sort.Slice(r.Deliveries, func(i, j int) bool { return r.Deliveries[i] < r.Deliveries[j] })
 	return r, nil
 }
