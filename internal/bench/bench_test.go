@@ -10,7 +10,6 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -190,5 +189,3 @@ func BenchmarkOverhead(b *testing.B) {
 			withCheckpoint, bare, 100*withCheckpoint/bare, rows, conc)
 	}
 }
-
-var _ = strings.Contains

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/bulksend/bulksend/internal/campaign"
+	"github.com/bulksend/bulksend/internal/csvin"
 	"github.com/bulksend/bulksend/internal/sandbox"
 	"github.com/bulksend/bulksend/internal/store"
 )
@@ -62,7 +63,7 @@ func newRig(t *testing.T, rows int, cfg sandbox.Config) *rig {
 	var b strings.Builder
 	b.WriteString("phone,name,code\n")
 	for i := 0; i < rows; i++ {
-		fmt.Fprintf(&b, "%s,Name %d,C%d\n", samplePhone(i), i, i)
+		fmt.Fprintf(&b, "%s,Name %d,C%d\n", csvin.SampleNumber(i), i, i)
 	}
 	if err := os.WriteFile(r.csv, []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)
@@ -374,7 +375,7 @@ func TestSandboxCommand(t *testing.T) {
 	var b strings.Builder
 	b.WriteString("phone,name\n")
 	for i := 0; i < 100; i++ {
-		fmt.Fprintf(&b, "%s,N%d\n", samplePhone(i), i)
+		fmt.Fprintf(&b, "%s,N%d\n", csvin.SampleNumber(i), i)
 	}
 	if err := os.WriteFile(csv, []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
+	"github.com/bulksend/bulksend/internal/csvin"
 	"github.com/bulksend/bulksend/internal/sandbox"
 	"github.com/bulksend/bulksend/internal/store"
 )
@@ -119,9 +120,6 @@ func cmdSandbox(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Setenv("WHATSAPP_TOKEN", "test-token")
 }
 
-// samplePhone is the i-th of a family of valid UK mobile numbers.
-func samplePhone(i int) string { return fmt.Sprintf("+447911%06d", i%1_000_000) }
-
 // gencsv FILE N writes a campaign CSV of N recipients with two parameters.
 func cmdGenCSV(ts *testscript.TestScript, neg bool, args []string) {
 	if len(args) != 2 {
@@ -132,7 +130,7 @@ func cmdGenCSV(ts *testscript.TestScript, neg bool, args []string) {
 	var b strings.Builder
 	b.WriteString("phone,name,code\n")
 	for i := 0; i < n; i++ {
-		fmt.Fprintf(&b, "%s,Name %d,C%d\n", samplePhone(i), i, i)
+		fmt.Fprintf(&b, "%s,Name %d,C%d\n", csvin.SampleNumber(i), i, i)
 	}
 	ts.Check(os.WriteFile(ts.MkAbs(args[0]), []byte(b.String()), 0o644))
 }

@@ -123,6 +123,7 @@ func New(cfg Config) *Engine {
 		results:  make(chan done, 4096),
 		pending:  map[string]int{},
 		recorded: make(chan struct{}),
+		started:  time.Now(), // set here: Stats may be read before Run starts
 	}
 }
 
@@ -141,7 +142,6 @@ func (e *Engine) Stats() Stats {
 // claimed but not sent go back to pending, and Run returns ctx's error.
 // A fatal API answer returns a *FatalError after the same drain.
 func (e *Engine) Run(ctx context.Context) error {
-	e.started = time.Now()
 	claimCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	e.stopReq = stop

@@ -88,39 +88,40 @@ func TestOutcomesByErrorClass(t *testing.T) {
 		name    string
 		answer  func(call int) (string, error)
 		want    campaign.Counts
-		calls   int // per row
+		calls   int     // per row
+		rate    float64 // per number; 0 unlimited
 		wantErr bool
 	}{
-		{"accepted", func(int) (string, error) { return "wamid.x", nil }, campaign.Counts{Total: 20, Sent: 20}, 1, false},
-		{"permanent 131026 fails the row", func(int) (string, error) { return "", apiErr(131026, 400) }, campaign.Counts{Total: 20, Failed: 20}, 1, false},
+		{"accepted", func(int) (string, error) { return "wamid.x", nil }, campaign.Counts{Total: 20, Sent: 20}, 1, 0, false},
+		{"permanent 131026 fails the row", func(int) (string, error) { return "", apiErr(131026, 400) }, campaign.Counts{Total: 20, Failed: 20}, 1, 0, false},
 		{"transient 131000 retries then succeeds", func(c int) (string, error) {
 			if c < 3 {
 				return "", apiErr(131000, 500)
 			}
 			return "wamid.x", nil
-		}, campaign.Counts{Total: 20, Sent: 20}, 3, false},
-		{"transient until max attempts fails", func(int) (string, error) { return "", apiErr(131016, 503) }, campaign.Counts{Total: 20, Failed: 20}, 3, false},
+		}, campaign.Counts{Total: 20, Sent: 20}, 3, 0, false},
+		{"transient until max attempts fails", func(int) (string, error) { return "", apiErr(131016, 503) }, campaign.Counts{Total: 20, Failed: 20}, 3, 0, false},
 		{"throttled 130429 does not spend attempts", func(c int) (string, error) {
 			if c < 5 {
 				return "", apiErr(130429, 400)
 			}
 			return "wamid.x", nil
-		}, campaign.Counts{Total: 20, Sent: 20}, 5, false},
+		}, campaign.Counts{Total: 20, Sent: 20}, 5, 1000, false}, // the pacer pauses throttled numbers
 		{"pair limit 131056 retries the recipient", func(c int) (string, error) {
 			if c < 2 {
 				return "", apiErr(131056, 400)
 			}
 			return "wamid.x", nil
-		}, campaign.Counts{Total: 20, Sent: 20}, 2, false},
+		}, campaign.Counts{Total: 20, Sent: 20}, 2, 0, false},
 		{"timeout leaves the row in doubt", func(int) (string, error) {
 			return "", fmt.Errorf("context deadline exceeded: %w", campaign.ErrInDoubt)
-		}, campaign.Counts{Total: 20, InDoubt: 20}, 1, false},
+		}, campaign.Counts{Total: 20, InDoubt: 20}, 1, 0, false},
 		{"dial failure is retried without spending attempts", func(c int) (string, error) {
 			if c < 4 {
 				return "", fmt.Errorf("request not sent: %w", syscall.ECONNREFUSED)
 			}
 			return "wamid.x", nil
-		}, campaign.Counts{Total: 20, Sent: 20}, 4, false},
+		}, campaign.Counts{Total: 20, Sent: 20}, 4, 0, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -136,9 +137,7 @@ func TestOutcomesByErrorClass(t *testing.T) {
 				return w, err
 			}}
 			cfg := testConfig(st, fs, "A", "B")
-			if tc.name == "throttled 130429 does not spend attempts" {
-				cfg.Rate = 1000 // the pacer pauses throttled numbers
-			}
+			cfg.Rate = tc.rate
 			err := New(cfg).Run(context.Background())
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("Run: %v", err)
