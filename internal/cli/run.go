@@ -16,7 +16,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -384,24 +383,17 @@ func (o *runOptions) importCSV(ctx context.Context, st *store.Store) (store.Sett
 		Concurrency: o.concurrency, MaxAttempts: o.maxAttempts, DefaultRegion: o.region,
 		Params: rd.Params(), CreatedAt: time.Now().UTC(),
 	}
-	rows, stop := o.readRows(rd)
-	defer stop()
-	var batch []store.Row
-	var readErr error
+	var row int64
 	next := func() (store.Row, error) {
-		for len(batch) == 0 {
-			if readErr != nil {
-				return store.Row{}, readErr
-			}
-			b, ok := <-rows
-			if !ok {
-				return store.Row{}, io.EOF
-			}
-			batch, readErr = b.rows, b.err
+		rec, err := rd.Next()
+		if errors.Is(err, io.EOF) {
+			return store.Row{}, err
 		}
-		r := batch[0]
-		batch = batch[1:]
-		return r, nil
+		if err != nil {
+			return store.Row{}, fmt.Errorf("%s: %w", o.csv, err)
+		}
+		row++
+		return o.checkpointRow(row, rec), nil
 	}
 	start := time.Now()
 	n, err := st.Import(ctx, next, func() store.Settings {
@@ -415,58 +407,19 @@ func (o *runOptions) importCSV(ctx context.Context, st *store.Store) (store.Sett
 	return s, nil
 }
 
-type rowBatch struct {
-	rows []store.Row
-	err  error // after rows; ends the stream
-}
-
-// readRows turns CSV records into checkpoint rows in its own goroutine, so
-// parsing and phone normalisation overlap with SQLite's inserts. stop ends
-// it early (when the import fails).
-func (o *runOptions) readRows(rd *csvin.Reader) (<-chan rowBatch, func()) {
-	out := make(chan rowBatch, 4)
-	done := make(chan struct{})
-	go func() {
-		defer close(out)
-		var row int64
-		b := make([]store.Row, 0, 1024)
-		send := func(err error) bool {
-			select {
-			case out <- rowBatch{rows: b, err: err}:
-				b = make([]store.Row, 0, 1024)
-				return true
-			case <-done:
-				return false
-			}
-		}
-		for {
-			rec, err := rd.Next()
-			if errors.Is(err, io.EOF) {
-				send(nil)
-				return
-			}
-			if err != nil {
-				send(fmt.Errorf("%s: %w", o.csv, err))
-				return
-			}
-			row++
-			r := store.Row{Row: row, Line: rec.Line, ExtID: rec.ID, Phone: rec.Phone, Params: rec.Params, Sender: rec.From}
-			if rec.Invalid != "" {
-				r.Phone, r.Skip = rec.RawPhone, rec.Invalid
-			}
-			if r.Sender == "" {
-				r.Sender = assign(r.Phone, o.from)
-			}
-			if r.Sender == "" && r.Skip == "" {
-				r.Skip = "no sender: the from column is empty and no --from was given"
-			}
-			if b = append(b, r); len(b) == cap(b) && !send(nil) {
-				return
-			}
-		}
-	}()
-	var once sync.Once
-	return out, func() { once.Do(func() { close(done) }) }
+// checkpointRow is CSV record rec as the row-th recipient.
+func (o *runOptions) checkpointRow(row int64, rec csvin.Record) store.Row {
+	r := store.Row{Row: row, Line: rec.Line, ExtID: rec.ID, Phone: rec.Phone, Params: rec.Params, Sender: rec.From}
+	if rec.Invalid != "" {
+		r.Phone, r.Skip = rec.RawPhone, rec.Invalid
+	}
+	if r.Sender == "" {
+		r.Sender = assign(r.Phone, o.from)
+	}
+	if r.Sender == "" && r.Skip == "" {
+		r.Skip = "no sender: the from column is empty and no --from was given"
+	}
+	return r
 }
 
 // assign picks a sender for phone: a stable hash, so a recipient keeps
