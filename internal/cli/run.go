@@ -349,8 +349,12 @@ func (o *runOptions) settings(ctx context.Context, st *store.Store, readOnly boo
 		s.MaxAttempts, changed = o.maxAttempts, true
 	}
 	if changed && !readOnly {
-		if err := st.SaveSettings(ctx, s); err != nil {
+		n, err := st.SaveSettings(ctx, s)
+		if err != nil {
 			return s, err
+		}
+		if n > 0 {
+			o.log.Warn("rows waiting for a retry had no attempts left under the new --max-attempts: failed", "rows", n)
 		}
 	}
 	return s, nil

@@ -148,13 +148,30 @@ func (s *Store) Settings(ctx context.Context) (Settings, error) {
 	return st, nil
 }
 
-// SaveSettings stores st.
-func (s *Store) SaveSettings(ctx context.Context, st Settings) error {
+// SaveSettings stores st. Rows waiting for a retry that have already used
+// st.MaxAttempts (it was lowered) are failed in the same transaction, so a
+// lower limit never allows one more send. It returns how many it failed.
+func (s *Store) SaveSettings(ctx context.Context, st Settings) (int64, error) {
 	b, err := json.Marshal(st)
 	if err != nil {
-		return fmt.Errorf("save settings: %w", err)
+		return 0, fmt.Errorf("save settings: %w", err)
 	}
-	return s.setMeta(ctx, s.db, "settings", string(b))
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, fmt.Errorf("save settings: %w", err)
+	}
+	defer tx.Rollback()
+	if err := s.setMeta(ctx, tx, "settings", string(b)); err != nil {
+		return 0, err
+	}
+	res, err := tx.ExecContext(ctx, `UPDATE recipients SET status = 'failed', updated_at = ?2,
+		error_title = COALESCE(error_title, 'not sent') || ' (after ' || attempts || ' attempts; --max-attempts is now ' || ?1 || ')'
+		WHERE status = 'pending' AND attempts >= ?1`, st.MaxAttempts, ms(time.Now()))
+	if err != nil {
+		return 0, fmt.Errorf("save settings: %w", err)
+	}
+	n, _ := res.RowsAffected()
+	return n, tx.Commit()
 }
 
 func (s *Store) meta(ctx context.Context, key string) (string, error) {

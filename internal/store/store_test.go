@@ -291,3 +291,50 @@ func TestImportWithAnOverfullFilter(t *testing.T) {
 		t.Fatalf("exported %d rows (%v), want %d", n, err, len(rows))
 	}
 }
+
+// TestLowerMaxAttemptsFailsExhaustedRows: a row waiting for its third
+// attempt must not be sent again once --max-attempts is lowered to 2.
+func TestLowerMaxAttemptsFailsExhaustedRows(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t, append(phones(2, "A"), Row{Row: 3, Line: 4, Phone: "+447700800001", Sender: "B"})...)
+	now := time.Now()
+	for attempt := 1; attempt <= 2; attempt++ {
+		jobs, err := s.Claim(ctx, "A", now, 2) // rows 1 and 2
+		if err != nil || len(jobs) != 2 {
+			t.Fatalf("claim %d: %v %v", attempt, jobs, err)
+		}
+		if err := s.Record(ctx, []Result{
+			{Row: 1, Outcome: OutcomeRetry, Code: 131000, Title: "Something went wrong", NextAt: now, At: now},
+			{Row: 2, Outcome: OutcomeRelease, NextAt: now, At: now}, // no attempt spent
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st, err := s.Settings(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.MaxAttempts = 2
+	n, err := s.SaveSettings(ctx, st)
+	if err != nil || n != 1 {
+		t.Fatalf("SaveSettings failed %d rows (%v), want 1", n, err)
+	}
+	if got, _ := s.Settings(ctx); got.MaxAttempts != 2 {
+		t.Fatalf("stored max attempts = %d, want 2", got.MaxAttempts)
+	}
+	var rows []ExportRow
+	s.Export(ctx, func(r ExportRow) error { rows = append(rows, r); return nil })
+	want := []struct {
+		status campaign.Status
+		title  string
+	}{
+		{campaign.Failed, "Something went wrong (after 2 attempts; --max-attempts is now 2)"},
+		{campaign.Pending, ""},
+		{campaign.Pending, ""},
+	}
+	for i, w := range want {
+		if rows[i].Status != w.status || rows[i].ErrorTitle != w.title {
+			t.Errorf("row %d: %s %q, want %s %q", i+1, rows[i].Status, rows[i].ErrorTitle, w.status, w.title)
+		}
+	}
+}
