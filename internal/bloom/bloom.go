@@ -18,9 +18,10 @@ type Filter struct {
 	seed   maphash.Seed
 }
 
-// New returns a filter of about size bytes (at least one block). Its
-// memory is taken lazily by the operating system, page by page as bits
-// are set, so a large filter given few strings stays small.
+// New returns a filter of about size bytes (at least one block). The
+// operating system provides its pages as bits are set in them, so a filter
+// given a handful of strings stays small; strings land in random blocks, so
+// a few thousand make all of it resident.
 func New(size int) *Filter {
 	return &Filter{blocks: make([][8]uint32, max(size/32, 1)), seed: maphash.MakeSeed()}
 }

@@ -17,7 +17,8 @@ func TestAddNeverForgets(t *testing.T) {
 	}
 }
 
-// TestFalsePositiveRate checks the rates the Add documentation promises.
+// TestFalsePositiveRate checks the false-positive rates against bounds 2-4
+// times the ones Add documents: the seed is random, so a run may draw more.
 func TestFalsePositiveRate(t *testing.T) {
 	for _, tc := range []struct {
 		bytesPerString int

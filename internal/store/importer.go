@@ -35,9 +35,10 @@ const (
 )
 
 // filterSize is the bytes of duplicate filter: 16 per row at a million
-// rows. At half that, bloom's tests see no false "maybe seen" in 200,000
-// strings, so a million-row file with no duplicates skips the duplicate
-// search. (A variable so that a test can make the filter wrong often.)
+// rows, where a million distinct phones drew no false "maybe seen" in three
+// runs, so such a file skips the duplicate search. (At 8 bytes per phone
+// about one in five runs of 200,000 draws one.) A variable so that a test
+// can make the filter wrong often.
 var filterSize = 16 << 20
 
 // Import loads the campaign into an empty checkpoint in one transaction,
@@ -163,18 +164,19 @@ func (s *Store) Import(ctx context.Context, next func() (Row, error), settings f
 // markDuplicates skips every row to send whose phone an earlier row to
 // send has, with the earlier row's number as the reason. Only phones in
 // import_repeats (from the filter: every repeated phone, and a few more) are
-// looked at: one scan of the table finds each one's first row, so the work
-// beyond that scan grows with the repeats, not with the file.
+// looked at: one scan of the table finds each one's first row, and the
+// update then visits only the repeated rows.
 func markDuplicates(ctx context.Context, tx *sql.Tx) error {
 	_, err := tx.ExecContext(ctx, `
 		CREATE INDEX temp.import_repeats_phone ON import_repeats(phone);
 		CREATE TEMP TABLE import_firsts(phone TEXT PRIMARY KEY, row INTEGER NOT NULL) WITHOUT ROWID;
-		INSERT OR IGNORE INTO import_firsts(phone, row)
+		INSERT INTO import_firsts(phone, row)
 			SELECT phone, row FROM recipients
-			WHERE status = 'pending' AND phone IN (SELECT phone FROM import_repeats) ORDER BY row;
-		UPDATE recipients SET status = 'skipped', reason = 'duplicate of row ' || f.row
-			FROM import_repeats r JOIN import_firsts f ON f.phone = r.phone
-			WHERE recipients.row = r.row AND r.row > f.row;
+			WHERE status = 'pending' AND phone IN (SELECT phone FROM import_repeats)
+			ON CONFLICT(phone) DO UPDATE SET row = min(row, excluded.row);
+		UPDATE recipients SET status = 'skipped',
+			reason = 'duplicate of row ' || (SELECT f.row FROM import_firsts f WHERE f.phone = recipients.phone)
+			WHERE row IN (SELECT r.row FROM import_repeats r JOIN import_firsts f USING (phone) WHERE r.row > f.row);
 		DROP TABLE import_firsts;`)
 	return err
 }
@@ -238,7 +240,18 @@ func readAhead(next func() (Row, error)) (<-chan rowBatch, func()) {
 		defer close(out)
 		seen := bloom.New(filterSize)
 		b := make([]Row, 0, readBatch)
+		stopped := func() bool {
+			select {
+			case <-done:
+				return true
+			default:
+				return false
+			}
+		}
 		send := func(err error) bool {
+			if stopped() {
+				return false
+			}
 			select {
 			case out <- rowBatch{rows: b, err: err}:
 				b = make([]Row, 0, readBatch)
@@ -247,7 +260,7 @@ func readAhead(next func() (Row, error)) (<-chan rowBatch, func()) {
 				return false
 			}
 		}
-		for {
+		for !stopped() {
 			r, err := next()
 			if errors.Is(err, io.EOF) {
 				send(nil)
