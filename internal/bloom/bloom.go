@@ -49,15 +49,3 @@ func (f *Filter) Add(s string) (maybeSeen bool) {
 func (f *Filter) block(h uint64) *[8]uint32 {
 	return &f.blocks[(h>>32)*uint64(len(f.blocks))>>32]
 }
-
-// has is Add without adding.
-func (f *Filter) has(s string) bool {
-	h := maphash.String(f.seed, s)
-	b := f.block(h)
-	for i, salt := range salts {
-		if b[i]&(uint32(1)<<((uint32(h)*salt)>>27)) == 0 {
-			return false
-		}
-	}
-	return true
-}

@@ -1,6 +1,7 @@
 package bloom
 
 import (
+	"hash/maphash"
 	"strconv"
 	"testing"
 )
@@ -58,4 +59,16 @@ func BenchmarkAdd(b *testing.B) {
 	for i := range b.N {
 		f.Add(keys[i&(len(keys)-1)])
 	}
+}
+
+// has is Add without adding.
+func (f *Filter) has(s string) bool {
+	h := maphash.String(f.seed, s)
+	b := f.block(h)
+	for i, salt := range salts {
+		if b[i]&(uint32(1)<<((uint32(h)*salt)>>27)) == 0 {
+			return false
+		}
+	}
+	return true
 }

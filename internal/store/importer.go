@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -84,19 +83,20 @@ func (s *Store) Import(ctx context.Context, next func() (Row, error), settings f
 	defer repeats.close()
 	// Each bound value is a cgo call, so the common row (to send, no id)
 	// binds five values and the rest are constants; rows with an id or a
-	// skip reason take the full statement.
-	now := ms(time.Now())
+	// skip reason take the full row.
+	now := strconv.FormatInt(ms(time.Now()), 10)
 	common, err := newMultiRow(ctx, tx, `INSERT INTO recipients(row, line, phone, sender, params, status, updated_at) VALUES `,
-		"(?,?,?,?,?,'pending',"+strconv.FormatInt(now, 10)+")", 5)
+		"(?,?,?,?,?,'pending',"+now+")", 5)
 	if err != nil {
 		return 0, fmt.Errorf("import: %w", err)
 	}
 	defer common.close()
-	full, err := tx.PrepareContext(ctx, `INSERT INTO recipients(row, line, ext_id, phone, sender, params, status, reason, updated_at) VALUES (?,?,?,?,?,?,?,?,?)`)
+	full, err := newMultiRow(ctx, tx, `INSERT INTO recipients(row, line, ext_id, phone, sender, params, status, reason, updated_at) VALUES `,
+		"(?,?,?,?,?,?,?,?,"+now+")", 8)
 	if err != nil {
 		return 0, fmt.Errorf("import: %w", err)
 	}
-	defer full.Close()
+	defer full.close()
 	batches, stop := readAhead(next)
 	defer stop()
 	var n int64
@@ -115,7 +115,7 @@ func (s *Store) Import(ctx context.Context, next func() (Row, error), settings f
 				if r.Skip != "" {
 					status, reason = string(campaign.Skipped), sql.NullString{String: r.Skip, Valid: true}
 				}
-				if _, err := full.ExecContext(ctx, r.Row, r.Line, nullString(r.ExtID), r.Phone, r.Sender, string(params), status, reason, now); err != nil {
+				if err := full.add(r.Row, r.Line, nullString(r.ExtID), r.Phone, r.Sender, string(params), status, reason); err != nil {
 					return 0, fmt.Errorf("import row %d: %w", r.Row, err)
 				}
 				continue
@@ -128,16 +128,15 @@ func (s *Store) Import(ctx context.Context, next func() (Row, error), settings f
 			return 0, b.err
 		}
 	}
-	if err := common.flush(); err != nil {
-		return 0, fmt.Errorf("import: %w", err)
+	for _, m := range []*multiRow{common, full, repeats} {
+		if err := m.flush(); err != nil {
+			return 0, fmt.Errorf("import: %w", err)
+		}
 	}
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
 	if repeats.rows > 0 {
-		if err := repeats.flush(); err != nil {
-			return 0, fmt.Errorf("import: %w", err)
-		}
 		if err := markDuplicates(ctx, tx); err != nil {
 			return 0, fmt.Errorf("import: duplicates: %w", err)
 		}
@@ -148,11 +147,7 @@ func (s *Store) Import(ctx context.Context, next func() (Row, error), settings f
 	if _, err := tx.ExecContext(ctx, dueIndex); err != nil {
 		return 0, fmt.Errorf("import: index: %w", err)
 	}
-	b, err := json.Marshal(settings())
-	if err != nil {
-		return 0, fmt.Errorf("import: %w", err)
-	}
-	if err := s.setMeta(ctx, tx, "settings", string(b)); err != nil {
+	if err := writeSettings(ctx, tx, settings()); err != nil {
 		return 0, fmt.Errorf("import: %w", err)
 	}
 	if err := tx.Commit(); err != nil {

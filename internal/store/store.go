@@ -152,16 +152,12 @@ func (s *Store) Settings(ctx context.Context) (Settings, error) {
 // st.MaxAttempts (it was lowered) are failed in the same transaction, so a
 // lower limit never allows one more send. It returns how many it failed.
 func (s *Store) SaveSettings(ctx context.Context, st Settings) (int64, error) {
-	b, err := json.Marshal(st)
-	if err != nil {
-		return 0, fmt.Errorf("save settings: %w", err)
-	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return 0, fmt.Errorf("save settings: %w", err)
 	}
 	defer tx.Rollback()
-	if err := s.setMeta(ctx, tx, "settings", string(b)); err != nil {
+	if err := writeSettings(ctx, tx, st); err != nil {
 		return 0, err
 	}
 	res, err := tx.ExecContext(ctx, `UPDATE recipients SET status = 'failed', updated_at = ?2,
@@ -172,6 +168,14 @@ func (s *Store) SaveSettings(ctx context.Context, st Settings) (int64, error) {
 	}
 	n, _ := res.RowsAffected()
 	return n, tx.Commit()
+}
+
+func writeSettings(ctx context.Context, e execer, st Settings) error {
+	b, err := json.Marshal(st)
+	if err != nil {
+		return fmt.Errorf("write settings: %w", err)
+	}
+	return setMeta(ctx, e, "settings", string(b))
 }
 
 func (s *Store) meta(ctx context.Context, key string) (string, error) {
@@ -190,7 +194,7 @@ type execer interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 }
 
-func (s *Store) setMeta(ctx context.Context, e execer, key, value string) error {
+func setMeta(ctx context.Context, e execer, key, value string) error {
 	_, err := e.ExecContext(ctx, `INSERT INTO meta(key, value) VALUES(?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value`, key, value)
 	if err != nil {
 		return fmt.Errorf("write %s: %w", key, err)
