@@ -105,7 +105,7 @@ func BenchmarkPacing(b *testing.B) {
 					Latency: 200 * time.Millisecond, Jitter: 20 * time.Millisecond, Accepted: acc})
 				srv := httptest.NewServer(sb)
 				client := &whatsapp.Client{BaseURL: srv.URL, Version: "v23.0", Token: "t", Timeout: 10 * time.Second, HTTP: whatsapp.NewHTTPClient(256)}
-				eng := engine.New(engine.Config{Store: st, Sender: client, Senders: tc.senders, CampaignID: "bench",
+				eng := engine.New(engine.Config{Checkpoint: st, Sender: client, Senders: tc.senders, CampaignID: "bench",
 					Template: "welcome", Lang: "en_US", Rate: tc.rate})
 				if err := eng.Run(context.Background()); err != nil {
 					b.Fatal(err)
@@ -169,7 +169,7 @@ func BenchmarkOverhead(b *testing.B) {
 		bare := rows / time.Since(start).Seconds()
 
 		st := checkpoint(b, rows, "1000002")
-		eng := engine.New(engine.Config{Store: st, Sender: client, Senders: []string{"1000002"}, CampaignID: "bench",
+		eng := engine.New(engine.Config{Checkpoint: st, Sender: client, Senders: []string{"1000002"}, CampaignID: "bench",
 			Template: "welcome", Lang: "en_US", Rate: 0, Concurrency: conc})
 		start = time.Now()
 		if err := eng.Run(context.Background()); err != nil {

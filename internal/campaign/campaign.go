@@ -1,11 +1,10 @@
-// Package campaign holds bulksend's domain types: the states a recipient
-// moves through, the message the engine sends, and the meaning of the
-// errors the Cloud API answers with. It imports nothing of ours.
+// Package campaign holds the vocabulary every part of bulksend shares: the
+// states a recipient moves through, why a row is skipped, the message a
+// channel sends, the classes of send errors, and the in-doubt policy. It
+// imports nothing of ours and knows no provider.
 package campaign
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -29,21 +28,6 @@ const (
 // Statuses lists every status in report order.
 var Statuses = []Status{Pending, Sending, InDoubt, Sent, Delivered, Read, Failed, Skipped}
 
-// Rank orders the statuses a webhook can report, so that they apply
-// monotonically: a late "sent" never moves a read row back. Statuses that
-// are not part of that order rank 0.
-func (s Status) Rank() int {
-	switch s {
-	case Sent:
-		return 1
-	case Delivered:
-		return 2
-	case Read:
-		return 3
-	}
-	return 0
-}
-
 // Settled reports whether the row needs no more work from run.
 func (s Status) Settled() bool {
 	switch s {
@@ -52,6 +36,18 @@ func (s Status) Settled() bool {
 	}
 	return false
 }
+
+// SkipKind groups the reasons a row is skipped. It is stored beside the
+// reason's text, so that rewording a reason never regroups rows; its values
+// are keys of `status --json`'s skipped_by_reason and never change.
+type SkipKind string
+
+const (
+	SkipInvalid   SkipKind = "invalid"   // the phone is not a valid number
+	SkipDuplicate SkipKind = "duplicate" // an earlier row has the same phone
+	SkipExcluded  SkipKind = "excluded"  // the phone is on the suppression list
+	SkipNoSender  SkipKind = "no sender" // no sender number for the row
+)
 
 // Message is one template message to one recipient.
 type Message struct {
@@ -64,34 +60,31 @@ type Message struct {
 	CallbackData string   // biz_opaque_callback_data: identifies campaign and row
 }
 
-// Sender sends one message and returns the API's message id (wamid).
-//
-// Its error contract decides what happens to the row:
-//   - an *APIError: the API answered; its Class says what to do;
-//   - an error wrapping ErrInDoubt: the request was written but no answer
-//     came (timeout, connection lost): it may have been accepted;
-//   - any other error: the request never left (dial failure, cancelled
-//     before writing); retrying cannot cause a duplicate.
-type Sender interface {
-	Send(ctx context.Context, m Message) (wamid string, err error)
-}
-
-// ErrInDoubt marks a send whose outcome is unknown.
-var ErrInDoubt = errors.New("request sent, no answer: outcome unknown")
-
-// Class says what a send error means for the campaign.
+// Class says what a failed send means for its row and for the run. The
+// adapter that made the send classifies its own errors (see SendError); the
+// engine decides by class alone, never by a provider's code.
 type Class int
 
 const (
-	Permanent   Class = iota // fail this recipient, go on
-	Transient                // retry this recipient with backoff
-	Throttled                // slow and pause the sender number, retry
-	PairLimited              // too many to this recipient: retry it later
-	Fatal                    // stop the whole run: token, template, account
+	// Unanswered is the zero value: the request may have reached the
+	// provider and no answer came (timeout, connection lost), so its row
+	// is in doubt. An error nobody classified counts as unanswered: it is
+	// never resent silently.
+	Unanswered  Class = iota
+	NeverLeft         // the request never left this machine: safe to send again
+	Permanent         // this recipient failed for good; the run goes on
+	Transient         // refused for now: retry this recipient with backoff
+	Throttled         // the sender is over its rate: slow it, retry without spending an attempt
+	PairLimited       // too many messages to this recipient: retry it later
+	Fatal             // no row can succeed (token, template, account): stop the run
 )
 
 func (c Class) String() string {
 	switch c {
+	case Unanswered:
+		return "in doubt"
+	case NeverLeft:
+		return "never left"
 	case Permanent:
 		return "permanent"
 	case Transient:
@@ -106,112 +99,24 @@ func (c Class) String() string {
 	return "class(" + strconv.Itoa(int(c)) + ")"
 }
 
-// APIError is an error answered by the Cloud API, in Meta's error shape.
-type APIError struct {
-	HTTPStatus int
-	Code       int    // error.code: decide on this, never on the text
-	Type       string // error.type, e.g. OAuthException
-	Message    string // error.message, e.g. "(#130429) Rate limit hit"
-	Details    string // error.error_data.details
-	TraceID    string // error.fbtrace_id, for Meta support
+// SendError is a failed send as the channel's adapter classified it. Code
+// and Title are what reports show; Err is the adapter's own error, which
+// may carry more (an operator hint, a trace ID).
+type SendError struct {
+	Class Class
+	Code  int    // the provider's error code; 0 if it gave none
+	Title string // short meaning, e.g. "Message undeliverable"
+	Err   error
 }
 
-func (e *APIError) Error() string {
-	msg := e.Message
-	if msg == "" {
-		msg = fmt.Sprintf("HTTP %d", e.HTTPStatus)
+func (e *SendError) Error() string {
+	if e.Err != nil {
+		return e.Err.Error()
 	}
-	if e.Details != "" && !strings.Contains(msg, e.Details) {
-		msg += ": " + e.Details
-	}
-	if e.Code != 0 && !strings.Contains(msg, strconv.Itoa(e.Code)) {
-		msg = fmt.Sprintf("(#%d) %s", e.Code, msg)
-	}
-	return "api: " + msg
+	return e.Title
 }
 
-// Title is the short meaning of the error, for reports: the message
-// without its "(#code) " prefix.
-func (e *APIError) Title() string {
-	t := e.Message
-	if i := strings.Index(t, ") "); strings.HasPrefix(t, "(#") && i > 0 {
-		t = t[i+2:]
-	}
-	if t == "" {
-		t = fmt.Sprintf("HTTP %d", e.HTTPStatus)
-	}
-	return t
-}
-
-// Class classifies the error by its code, as the fact sheet's table and
-// Meta's error page describe it. Unknown codes fail the recipient only:
-// stopping a campaign needs a reason, and retrying an unknown error
-// forever wastes the attempt budget.
-func (e *APIError) Class() Class {
-	if e.Code == 0 && e.Type == "" {
-		// No Meta error body: a front end or proxy answered.
-		switch e.HTTPStatus {
-		case 429:
-			return Throttled
-		case 503:
-			return Transient // refused by an overloaded front end
-		}
-		// Every other row would get the same answer (wrong URL, a proxy
-		// refusing us): stop rather than fail the whole list.
-		return Fatal
-	}
-	if c, ok := classes[e.Code]; ok {
-		return c
-	}
-	if e.Code >= 200 && e.Code <= 299 {
-		return Fatal
-	}
-	return Permanent
-}
-
-var classes = map[int]Class{
-	// Throughput: slow the number and retry.
-	4: Throttled, 80007: Throttled, 80008: Throttled, 130429: Throttled, 131057: Throttled,
-	// Per recipient pair limit.
-	131056: PairLimited,
-	// Transient: the API refused for now.
-	1: Transient, 2: Transient, 131000: Transient, 131016: Transient,
-	// Per-recipient permanent.
-	131026: Permanent, 131021: Permanent, 131047: Permanent, 131049: Permanent,
-	131050: Permanent, 130472: Permanent, 130403: Permanent, 130497: Permanent,
-	131009: Permanent, 132005: Permanent, 135000: Permanent,
-	// Campaign-fatal: token, permissions, account, template.
-	0: Fatal, 3: Fatal, 10: Fatal, 190: Fatal, 368: Fatal, 100: Fatal,
-	131005: Fatal, 131008: Fatal, 131031: Fatal, 131042: Fatal, 131045: Fatal,
-	131048: Fatal, 131051: Fatal, 131064: Fatal, 132000: Fatal, 132001: Fatal,
-	132007: Fatal, 132012: Fatal, 132015: Fatal, 132016: Fatal, 132068: Fatal,
-	132069: Fatal, 133010: Fatal,
-}
-
-// Hint says what an operator should do about a fatal API error.
-func (e *APIError) Hint() string {
-	switch {
-	case e.Code == 0 && e.Type == "":
-		return fmt.Sprintf("the API answered HTTP %d without an error body: check --api-url, --api-version and the --from phone-number IDs", e.HTTPStatus)
-	case e.Code == 190 || e.Code == 0 || e.HTTPStatus == 401:
-		return "the access token is expired or invalid: get a new one, set WHATSAPP_TOKEN (or --token-file) and run the same command again; nothing more was sent"
-	case e.Code == 10 || e.Code == 3 || e.Code == 131005 || (e.Code >= 200 && e.Code <= 299):
-		return "the token lacks permission (whatsapp_business_messaging) for this phone number: check it in Meta's token debugger"
-	case e.Code == 132001:
-		return "the template does not exist in this language or is not approved: check --template and --lang in WhatsApp Manager"
-	case e.Code == 132000:
-		return "the template expects a different number of body parameters than the CSV has parameter columns"
-	case e.Code == 132015 || e.Code == 132016:
-		return "the template is paused or disabled for low quality: edit or replace it in WhatsApp Manager"
-	case e.Code == 368 || e.Code == 131031 || e.Code == 131048 || e.Code == 131064:
-		return "the account or number is restricted: see Account Quality in WhatsApp Manager before sending more"
-	case e.Code == 131042:
-		return "a billing problem blocks sending: fix the payment method in Business Manager"
-	case e.Code == 100 || e.Code == 131008 || e.Code == 131051:
-		return "the API rejected the request shape: check --template, --lang, --from and the CSV's parameter columns"
-	}
-	return "fix the cause above, then run the same command again to resume"
-}
+func (e *SendError) Unwrap() error { return e.Err }
 
 // Policy says what to do with rows whose outcome is unknown.
 type Policy string
@@ -230,6 +135,17 @@ func ParsePolicy(s string) (Policy, error) {
 	}
 	return "", fmt.Errorf("invalid policy %q: want hold, resend or fail", s)
 }
+
+// PolicyResult counts the rows in doubt that a policy settled, by what it
+// made of them.
+type PolicyResult struct {
+	Resent      int64 // made pending again (Resend)
+	Failed      int64 // failed by the policy (Fail)
+	LastAttempt int64 // failed because their last attempt was in doubt (Resend with no attempts left)
+}
+
+// Total is the number of rows the policy changed.
+func (r PolicyResult) Total() int64 { return r.Resent + r.Failed + r.LastAttempt }
 
 // CallbackData is the biz_opaque_callback_data that identifies a row of a
 // campaign in status webhooks.

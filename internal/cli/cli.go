@@ -18,10 +18,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/bulksend/bulksend/internal/campaign"
 	"github.com/bulksend/bulksend/internal/csvin"
 	"github.com/bulksend/bulksend/internal/engine"
 	"github.com/bulksend/bulksend/internal/store"
+	"github.com/bulksend/bulksend/internal/whatsapp"
 )
 
 // Exit codes: part of the product, cron jobs read them.
@@ -48,8 +48,6 @@ type IO struct {
 	Out    io.Writer
 	Err    io.Writer
 	Getenv func(string) string
-	// Signals delivers interrupts; nil means the process's SIGINT/SIGTERM.
-	Signals <-chan os.Signal
 	// Abort ends the process at once on a second interrupt.
 	Abort func(code int)
 }
@@ -121,7 +119,7 @@ func exitCode(err error) (int, string) {
 	case errors.As(err, &locked):
 		return ExitLocked, "wait for that run to finish; a crashed run releases the lock by itself"
 	case errors.As(err, &fatal):
-		return ExitFatal, fatal.Err.Hint()
+		return ExitFatal, apiHint(err)
 	case errors.Is(err, csvin.ErrInvalidUTF8):
 		return ExitUsage, "save the file as \"CSV UTF-8\" and run again: nothing was sent"
 	case errors.Is(err, csvin.ErrUnknownRegion):
@@ -132,12 +130,37 @@ func exitCode(err error) (int, string) {
 		return ExitUnfinished, "check the network and --api-url, then run the same command again"
 	case errors.Is(err, context.Canceled):
 		return ExitUnfinished, "run the same command again to resume"
+	case errors.Is(err, store.ErrNewerSchema):
+		return ExitFatal, "upgrade bulksend to the release that wrote this checkpoint, or newer"
 	}
-	var apiErr *campaign.APIError
-	if errors.As(err, &apiErr) {
-		return ExitFatal, apiErr.Hint()
+	return ExitFatal, apiHint(err)
+}
+
+// flagHints name the flags that fix a provider's fatal answer: the
+// provider's package knows what is wrong, not which flag sets it.
+var flagHints = []struct {
+	kind error
+	hint string
+}{
+	{whatsapp.ErrEndpoint, "the API answered without an error body: check --api-url, --api-version and the --from phone-number IDs"},
+	{whatsapp.ErrToken, "the access token is expired or invalid: get a new one, set WHATSAPP_TOKEN (or --token-file) and run the same command again; nothing more was sent"},
+	{whatsapp.ErrTemplate, "the template does not exist in this language or is not approved: check --template and --lang in WhatsApp Manager"},
+	{whatsapp.ErrParameters, "the API rejected the request's shape: check --template, --lang, --from and the CSV's parameter columns"},
+}
+
+// apiHint is the hint for a provider's answer in err: the flags to fix,
+// else the provider's own advice, else how to resume.
+func apiHint(err error) string {
+	for _, h := range flagHints {
+		if errors.Is(err, h.kind) {
+			return h.hint
+		}
 	}
-	return ExitFatal, ""
+	var adviser interface{ Hint() string }
+	if errors.As(err, &adviser) && adviser.Hint() != "" {
+		return adviser.Hint()
+	}
+	return "fix the cause above, then run the same command again to resume"
 }
 
 func newRoot(ios *IO) *cobra.Command {
@@ -185,14 +208,8 @@ that a crash, a Ctrl-C or an API outage never sends a message twice or skips one
 // doubt). stop releases the signal handler; it may be called more than once.
 func signalContext(parent context.Context, ios *IO, log *slog.Logger) (ctx context.Context, stop func()) {
 	ctx, cancel := context.WithCancel(parent)
-	sigs := ios.Signals
-	stopNotify := func() {}
-	if sigs == nil {
-		ch := make(chan os.Signal, 2)
-		signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM)
-		sigs = ch
-		stopNotify = func() { signal.Stop(ch) }
-	}
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	done := make(chan struct{})
 	go func() {
 		select {
@@ -213,7 +230,7 @@ func signalContext(parent context.Context, ios *IO, log *slog.Logger) (ctx conte
 	return ctx, func() {
 		once.Do(func() {
 			close(done)
-			stopNotify()
+			signal.Stop(sigs)
 			cancel()
 		})
 	}

@@ -45,9 +45,6 @@ var exportHeader = []string{"row", "phone", "from", "status", "attempts", "wamid
 	"id", "line", "reason", "sent_at", "delivered_at", "read_at"}
 
 func runExport(ctx context.Context, ios *IO, o *exportOptions) error {
-	if ctx == nil {
-		ctx = context.Background()
-	}
 	st, err := openExisting(o.db)
 	if err != nil {
 		return err

@@ -3,7 +3,8 @@ package cli
 import (
 	"context"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/bulksend/bulksend/internal/store"
@@ -21,11 +22,7 @@ func printPlan(ctx context.Context, ios *IO, st *store.Store, s store.Settings) 
 	fmt.Fprintf(w, "plan: template %s/%s, %d parameter column(s) %v\n", s.Template, s.Lang, len(s.Params), s.Params)
 	fmt.Fprintf(w, "rows: %d total, %d to send, %d skipped, %d in doubt, %d already settled\n",
 		c.Total, c.Pending, c.Skipped, c.InDoubt, c.Sent+c.Delivered+c.Read+c.Failed)
-	keys := make([]string, 0, len(r.Skipped))
-	for k := range r.Skipped {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(r.Skipped))
 	for _, k := range keys {
 		fmt.Fprintf(w, "  skipped %-10s %d\n", k, r.Skipped[k])
 	}

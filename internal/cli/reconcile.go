@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"sort"
@@ -15,6 +16,7 @@ import (
 	"github.com/bulksend/bulksend/internal/campaign"
 	"github.com/bulksend/bulksend/internal/reconcile"
 	"github.com/bulksend/bulksend/internal/store"
+	"github.com/bulksend/bulksend/internal/webhook"
 )
 
 type reconcileOptions struct {
@@ -75,9 +77,6 @@ doubt; 4 a run holds the checkpoint.`,
 }
 
 func runReconcile(ctx context.Context, ios *IO, o *reconcileOptions, log *slog.Logger) error {
-	if ctx == nil {
-		ctx = context.Background()
-	}
 	policy, err := campaign.ParsePolicy(o.unmatched)
 	if err != nil {
 		return usagef("", "invalid --unmatched: %w", err)
@@ -85,6 +84,8 @@ func runReconcile(ctx context.Context, ios *IO, o *reconcileOptions, log *slog.L
 	if _, err := os.Stat(o.db); err != nil {
 		return usagef("run 'bulksend run CAMPAIGN.csv' first, or point --db at the checkpoint", "no checkpoint: %w", err)
 	}
+	ctx, stop := signalContext(ctx, ios, log)
+	defer stop()
 	lock, err := store.Acquire(o.db, "reconcile")
 	if err != nil {
 		return err
@@ -100,8 +101,8 @@ func runReconcile(ctx context.Context, ios *IO, o *reconcileOptions, log *slog.L
 		return err
 	}
 	senders := s.Senders
-	if len(senders) == 0 {
-		r, err := st.Report(ctx, time.Now())
+	if len(senders) == 0 { // the CSV has a from column
+		r, err := st.Breakdown(ctx)
 		if err != nil {
 			return err
 		}
@@ -109,10 +110,19 @@ func runReconcile(ctx context.Context, ios *IO, o *reconcileOptions, log *slog.L
 			senders = append(senders, sc.Sender)
 		}
 	}
-	sum, err := reconcile.Run(ctx, st, o.logs, ios.In, reconcile.Options{
+	rc, err := reconcile.New(st, reconcile.Options{
 		CampaignID: s.CampaignID, Senders: senders, Unmatched: policy, Grace: o.grace,
 		MaxAttempts: s.MaxAttempts, Now: time.Now,
 	})
+	if err != nil {
+		return err
+	}
+	for _, path := range o.logs {
+		if err := readLog(ctx, rc, path, ios.In, log); err != nil {
+			return err
+		}
+	}
+	sum, err := rc.Finish(ctx)
 	if err != nil {
 		return err
 	}
@@ -134,6 +144,18 @@ func runReconcile(ctx context.Context, ios *IO, o *reconcileOptions, log *slog.L
 		}
 	}
 	return nil
+}
+
+// readLog applies the webhook log at path ("-": stdin, gzip detected).
+// Each log is opened only when its turn comes.
+func readLog(ctx context.Context, rc *reconcile.Reconciler, path string, stdin io.Reader, log *slog.Logger) error {
+	f, err := webhook.Open(path, stdin)
+	if err != nil {
+		return err
+	}
+	defer f.Close() // read only: its close error says nothing
+	log.Debug("reading webhook log", "path", path)
+	return rc.Read(ctx, path, webhook.Statuses(webhook.NewReader(f)))
 }
 
 func printReconcile(ios *IO, s reconcile.Summary, c campaign.Counts) {

@@ -118,9 +118,6 @@ flag value, and is never written anywhere.
 var errCSVChanged = errors.New("the CSV changed since this checkpoint was made")
 
 func runRun(ctx context.Context, ios *IO, o *runOptions) error {
-	if ctx == nil {
-		ctx = context.Background()
-	}
 	if err := o.validate(); err != nil {
 		return err
 	}
@@ -174,21 +171,34 @@ func runRun(ctx context.Context, ios *IO, o *runOptions) error {
 	if readOnly {
 		return printPlan(runCtx, ios, st, settings)
 	}
+	if err := o.prepare(runCtx, st, settings); err != nil {
+		return err
+	}
+	if o.dryRun {
+		return printPlan(runCtx, ios, st, settings)
+	}
+	return o.send(ctx, runCtx, ios, st, settings, token)
+}
+
+// prepare readies the checkpoint for sending: rows a crashed run left
+// sending are in doubt, the in-doubt policy applies, then the suppression
+// list.
+func (o *runOptions) prepare(ctx context.Context, st *store.Store, settings store.Settings) error {
 	now := time.Now()
-	if n, err := st.RecoverSending(runCtx, now); err != nil {
+	if n, err := st.RecoverSending(ctx, now); err != nil {
 		return err
 	} else if n > 0 {
 		o.log.Warn("the last run ended while sending: those rows are in doubt", "rows", n)
 	}
 	policy, _ := campaign.ParsePolicy(o.inDoubt)
-	if n, err := st.ApplyPolicy(runCtx, policy, now.Add(-o.inDoubtGrace), now, settings.MaxAttempts); err != nil {
+	if r, err := st.ApplyPolicy(ctx, policy, now.Add(-o.inDoubtGrace), now, settings.MaxAttempts); err != nil {
 		return err
-	} else if n > 0 {
-		o.log.Warn("applied the in-doubt policy", "policy", policy, "rows", n)
+	} else if r.Total() > 0 {
+		o.log.Warn("applied the in-doubt policy", "policy", policy, "resent", r.Resent, "failed", r.Failed, "failed_last_attempt", r.LastAttempt)
 	}
 	// After the policy, so that rows it made pending again are excluded too.
 	if o.exclude != "" {
-		n, err := excludeFile(runCtx, st, o.exclude, settings.DefaultRegion, o.log)
+		n, err := excludeFile(ctx, st, o.exclude, settings.DefaultRegion, o.log)
 		if err != nil {
 			return err
 		}
@@ -196,14 +206,16 @@ func runRun(ctx context.Context, ios *IO, o *runOptions) error {
 			o.log.Info("suppression list applied", "rows_skipped", n)
 		}
 	}
-	if o.dryRun {
-		return printPlan(runCtx, ios, st, settings)
-	}
+	return nil
+}
+
+// send runs the engine over the checkpoint's due rows and reports. runCtx
+// is cancelled by an interrupt; ctx is not, for what must be read after.
+func (o *runOptions) send(ctx, runCtx context.Context, ios *IO, st *store.Store, settings store.Settings, token string) (err error) {
 	counts, err := st.Counts(runCtx)
 	if err != nil {
 		return err
 	}
-
 	apiURL := o.apiURL
 	if apiURL == "" {
 		apiURL = ios.Getenv("BULKSEND_API_URL")
@@ -213,11 +225,16 @@ func runRun(ctx context.Context, ios *IO, o *runOptions) error {
 	}
 	timeout := o.requestTimeout
 	if o.sandbox {
-		sb, err := startSandbox(ios, o, settings, webhookLogPath(db))
+		sb, err := startSandbox(o, settings, webhookLogPath(st.Path()))
 		if err != nil {
 			return err
 		}
-		defer sb.stop()
+		defer func() {
+			// A short webhook log would leave rows wrongly in doubt at reconcile.
+			if serr := sb.stop(); err == nil {
+				err = serr
+			}
+		}()
 		apiURL, token = sb.url, sb.token
 		if !o.changed("request-timeout") {
 			timeout = sandboxRequestTimeout
@@ -234,7 +251,7 @@ func runRun(ctx context.Context, ios *IO, o *runOptions) error {
 		HTTP: whatsapp.NewHTTPClient(max(conc, int(settings.Rate*float64(len(senders))))),
 	}
 	eng := engine.New(engine.Config{
-		Store: st, Sender: client, Senders: senders, CampaignID: settings.CampaignID,
+		Checkpoint: st, Sender: client, Senders: senders, CampaignID: settings.CampaignID,
 		Template: settings.Template, Lang: settings.Lang, Rate: settings.Rate,
 		Concurrency: conc, MaxAttempts: settings.MaxAttempts, Log: o.log,
 	})
@@ -244,7 +261,7 @@ func runRun(ctx context.Context, ios *IO, o *runOptions) error {
 	runErr := eng.Run(runCtx)
 	prog.stop()
 
-	final, err := st.Counts(context.Background())
+	final, err := st.Counts(ctx)
 	if err != nil {
 		return err
 	}
@@ -415,13 +432,13 @@ func (o *runOptions) importCSV(ctx context.Context, st *store.Store) (store.Sett
 func (o *runOptions) checkpointRow(row int64, rec csvin.Record) store.Row {
 	r := store.Row{Row: row, Line: rec.Line, ExtID: rec.ID, Phone: rec.Phone, Params: rec.Params, Sender: rec.From}
 	if rec.Invalid != "" {
-		r.Phone, r.Skip = rec.RawPhone, rec.Invalid
+		r.Phone, r.Skip, r.SkipKind = rec.RawPhone, rec.Invalid, campaign.SkipInvalid
 	}
 	if r.Sender == "" {
 		r.Sender = assign(r.Phone, o.from)
 	}
 	if r.Sender == "" && r.Skip == "" {
-		r.Skip = "no sender: the from column is empty and no --from was given"
+		r.Skip, r.SkipKind = "no sender: the from column is empty and no --from was given", campaign.SkipNoSender
 	}
 	return r
 }

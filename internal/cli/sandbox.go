@@ -38,12 +38,13 @@ func demoSandbox() sandbox.Config {
 
 type runningSandbox struct {
 	url, token string
-	stop       func()
+	// stop stops the sandbox; its error says the webhook log is short.
+	stop func() error
 }
 
 // startSandbox serves the sandbox in this process on 127.0.0.1, its
 // webhooks appended to webhookLog.
-func startSandbox(ios *IO, o *runOptions, s store.Settings, webhookLog string) (*runningSandbox, error) {
+func startSandbox(o *runOptions, s store.Settings, webhookLog string) (*runningSandbox, error) {
 	f, err := os.OpenFile(webhookLog, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("sandbox webhook log: %w", err)
@@ -65,14 +66,13 @@ func startSandbox(ios *IO, o *runOptions, s store.Settings, webhookLog string) (
 	return &runningSandbox{
 		url:   "http://" + l.Addr().String(),
 		token: cfg.Token,
-		stop: func() {
+		stop: func() error {
 			hs.Close()
 			srv.Close()
-			bw.Flush()
-			f.Close()
 			st := srv.Stats()
 			o.log.Info("sandbox", "requests", st.Requests, "accepted", st.Accepted, "throttled", st.Throttled,
 				"duplicates", st.Duplicates, "max_per_second", st.MaxPerSecond)
+			return closeLog(webhookLog, bw, f)
 		},
 	}, nil
 }
@@ -141,7 +141,7 @@ on stdout when it stops. Outcomes are deterministic for a given --seed.`,
 	return cmd
 }
 
-func runSandbox(ios *IO, o *sandboxOptions, log *slog.Logger) error {
+func runSandbox(ios *IO, o *sandboxOptions, log *slog.Logger) (err error) {
 	cfg := o.cfg
 	cfg.PhoneNumberIDs = o.numbers
 	for _, t := range o.templates {
@@ -173,7 +173,9 @@ func runSandbox(ios *IO, o *sandboxOptions, log *slog.Logger) error {
 	var closers []func() error
 	defer func() {
 		for _, c := range closers {
-			c()
+			if cerr := c(); err == nil {
+				err = cerr
+			}
 		}
 	}()
 	open := func(path string) (*bufio.Writer, error) {
@@ -182,7 +184,7 @@ func runSandbox(ios *IO, o *sandboxOptions, log *slog.Logger) error {
 			return nil, err
 		}
 		bw := bufio.NewWriterSize(f, 1<<16)
-		closers = append(closers, func() error { bw.Flush(); return f.Close() })
+		closers = append(closers, func() error { return closeLog(path, bw, f) })
 		return bw, nil
 	}
 	if o.webhooks != "" {
@@ -225,6 +227,17 @@ func runSandbox(ios *IO, o *sandboxOptions, log *slog.Logger) error {
 	enc := json.NewEncoder(ios.Out)
 	enc.SetIndent("", "  ")
 	return enc.Encode(srv.Stats())
+}
+
+// closeLog flushes and closes a log the sandbox wrote: an error here means
+// the log is short, and reconcile would read too little from it.
+func closeLog(path string, bw *bufio.Writer, f *os.File) error {
+	ferr := bw.Flush()
+	cerr := f.Close()
+	if err := errors.Join(ferr, cerr); err != nil {
+		return fmt.Errorf("sandbox log %s: %w", path, err)
+	}
+	return nil
 }
 
 // parseTemplate parses NAME:BODY_PARAMS[:LANG,LANG…].

@@ -4,8 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
-	"sort"
+	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -61,26 +62,23 @@ func openExisting(db string) (*store.Store, error) {
 
 type statusJSON struct {
 	campaign.Counts
-	CampaignID  string              `json:"campaign_id"`
-	Template    string              `json:"template"`
-	Retrying    int64               `json:"retrying"`
-	NextRetry   string              `json:"next_retry,omitempty"`
-	RatePerSec  float64             `json:"rate_last_minute"`
-	ETASeconds  float64             `json:"eta_seconds,omitempty"`
-	Errors      []store.ErrorCount  `json:"errors"`
-	Senders     []store.SenderCount `json:"senders"`
-	Skipped     map[string]int64    `json:"skipped_by_reason"`
-	DeliveryP50 float64             `json:"time_to_delivered_p50_seconds,omitempty"`
-	DeliveryP90 float64             `json:"time_to_delivered_p90_seconds,omitempty"`
-	DeliveryP99 float64             `json:"time_to_delivered_p99_seconds,omitempty"`
-	Deliveries  int                 `json:"deliveries_timed"`
-	LockedBy    string              `json:"running,omitempty"`
+	CampaignID  string                      `json:"campaign_id"`
+	Template    string                      `json:"template"`
+	Retrying    int64                       `json:"retrying"`
+	NextRetry   string                      `json:"next_retry,omitempty"`
+	RatePerSec  float64                     `json:"rate_last_minute"`
+	ETASeconds  float64                     `json:"eta_seconds,omitempty"`
+	Errors      []store.ErrorCount          `json:"errors"`
+	Senders     []store.SenderCount         `json:"senders"`
+	Skipped     map[campaign.SkipKind]int64 `json:"skipped_by_reason"`
+	DeliveryP50 float64                     `json:"time_to_delivered_p50_seconds,omitempty"`
+	DeliveryP90 float64                     `json:"time_to_delivered_p90_seconds,omitempty"`
+	DeliveryP99 float64                     `json:"time_to_delivered_p99_seconds,omitempty"`
+	Deliveries  int                         `json:"deliveries_timed"`
+	LockedBy    string                      `json:"running,omitempty"`
 }
 
 func runStatus(ctx context.Context, ios *IO, o *statusOptions) error {
-	if ctx == nil {
-		ctx = context.Background()
-	}
 	st, err := openExisting(o.db)
 	if err != nil {
 		return err
@@ -132,11 +130,7 @@ func runStatus(ctx context.Context, ios *IO, o *statusOptions) error {
 		fmt.Fprintf(w, "%-10s %10d\n", s.name, s.n)
 	}
 	if len(r.Skipped) > 0 {
-		keys := make([]string, 0, len(r.Skipped))
-		for k := range r.Skipped {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
+		keys := slices.Sorted(maps.Keys(r.Skipped))
 		fmt.Fprintf(w, "\nskipped by reason:\n")
 		for _, k := range keys {
 			fmt.Fprintf(w, "  %-12s %10d\n", k, r.Skipped[k])

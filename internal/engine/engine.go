@@ -3,6 +3,11 @@
 // of requests in flight, and records every outcome in batched
 // transactions. Retries live in the checkpoint (attempts, next_at), never
 // in sleeping goroutines.
+//
+// The engine owns its two seams: the Checkpoint it claims from and records
+// to (the SQLite store in production) and the Sender it calls (a channel's
+// client). It decides what becomes of a row by the class of the send error
+// alone (campaign.Class), never by a provider's code.
 package engine
 
 import (
@@ -18,13 +23,69 @@ import (
 
 	"github.com/bulksend/bulksend/internal/campaign"
 	"github.com/bulksend/bulksend/internal/pace"
-	"github.com/bulksend/bulksend/internal/store"
 )
+
+// Checkpoint is the durable state the engine sends from. Implementations
+// must be safe for concurrent use: claims of several sender numbers and
+// the recording of results run at once.
+type Checkpoint interface {
+	// Claim marks up to limit pending rows of sender that are due at now
+	// as sending, in one durable step, and returns them in order of due
+	// time, then row. Each job's Attempts counts this claim. The write
+	// must be durable before Claim returns: a crash after a request
+	// leaves must never make its row look unsent.
+	Claim(ctx context.Context, sender string, now time.Time, limit int) ([]Job, error)
+	// Record applies results in one durable step. A result for a row
+	// that is no longer sending changes nothing.
+	Record(ctx context.Context, results []Result) error
+	// NextDue returns when the earliest pending row of sender ("": of any
+	// sender) falls due; ok is false when there is none.
+	NextDue(ctx context.Context, sender string) (t time.Time, ok bool, err error)
+}
+
+// Sender sends one message and returns the provider's message ID. Its
+// errors should be *campaign.SendError: the class decides what becomes of
+// the row. Any other error is taken as Unanswered (in doubt), the only
+// safe guess.
+type Sender interface {
+	Send(ctx context.Context, m campaign.Message) (id string, err error)
+}
+
+// Job is a claimed row: it is sending in the checkpoint.
+type Job struct {
+	Row      int64
+	Phone    string
+	Sender   string
+	Params   []string
+	Attempts int // including this one
+}
+
+// Outcome is what became of one claimed row.
+type Outcome int
+
+const (
+	OutcomeSent    Outcome = iota + 1 // accepted: WAMID set
+	OutcomeFailed                     // permanent: Code and Title set
+	OutcomeRetry                      // pending again from NextAt; the attempt counts
+	OutcomeInDoubt                    // request left, no answer
+	OutcomeRelease                    // not the row's doing: pending again from NextAt, the attempt does not count
+)
+
+// Result is the outcome of one claimed row.
+type Result struct {
+	Row     int64
+	Outcome Outcome
+	WAMID   string
+	Code    int
+	Title   string
+	NextAt  time.Time
+	At      time.Time
+}
 
 // Config is what a run needs. Zero values take the defaults noted.
 type Config struct {
-	Store       *store.Store
-	Sender      campaign.Sender
+	Checkpoint  Checkpoint
+	Sender      Sender
 	Senders     []string // sender numbers with rows to send
 	CampaignID  string
 	Template    string
@@ -44,8 +105,9 @@ type Config struct {
 	Log *slog.Logger
 }
 
-// FatalError stops a run: the API refused in a way no retry fixes.
-type FatalError struct{ Err *campaign.APIError }
+// FatalError stops a run: the provider refused in a way no retry fixes.
+// Err is the Sender's error; errors.As reaches the provider's own.
+type FatalError struct{ Err *campaign.SendError }
 
 func (e *FatalError) Error() string { return e.Err.Error() }
 func (e *FatalError) Unwrap() error { return e.Err }
@@ -186,16 +248,16 @@ func (e *Engine) Run(ctx context.Context) error {
 // dispatch sends the rows of one sender number. A claimer goroutine keeps
 // the next batch ready, so sending never stops to wait for a claim.
 func (e *Engine) dispatch(ctx, parent context.Context, sender string, sends *sync.WaitGroup) error {
-	batches := make(chan []store.Job) // one batch sending, one ready: a crash leaves two in doubt at most
+	batches := make(chan []Job) // one batch sending, one ready: a crash leaves two in doubt at most
 	claimErr := make(chan error, 1)
 	go func() {
 		defer close(batches)
 		claimErr <- e.claim(ctx, sender, batches)
 	}()
-	release := func(jobs []store.Job) {
+	release := func(jobs []Job) {
 		// Claimed rows that never left go back as they were.
 		for _, j := range jobs {
-			e.results <- done{Result: store.Result{Row: j.Row, Outcome: store.OutcomeRelease, At: time.Now()}, sender: sender, claimed: true}
+			e.results <- done{Result: Result{Row: j.Row, Outcome: OutcomeRelease, At: time.Now()}, sender: sender}
 		}
 	}
 	for jobs := range batches {
@@ -223,11 +285,11 @@ func (e *Engine) dispatch(ctx, parent context.Context, sender string, sends *syn
 
 // claim claims batches of sender's due rows into out until none is due
 // within the retry horizon or ctx is done.
-func (e *Engine) claim(ctx context.Context, sender string, out chan<- []store.Job) error {
+func (e *Engine) claim(ctx context.Context, sender string, out chan<- []Job) error {
 	for ctx.Err() == nil {
 		// Not cancellable: a claim interrupted after it committed would
 		// leave rows sending that nobody sends.
-		jobs, err := e.cfg.Store.Claim(context.WithoutCancel(ctx), sender, time.Now(), e.claimSize(sender))
+		jobs, err := e.cfg.Checkpoint.Claim(context.WithoutCancel(ctx), sender, time.Now(), e.claimSize(sender))
 		if err != nil {
 			return err
 		}
@@ -245,7 +307,7 @@ func (e *Engine) claim(ctx context.Context, sender string, out chan<- []store.Jo
 		case out <- jobs:
 		case <-ctx.Done():
 			for _, j := range jobs {
-				e.results <- done{Result: store.Result{Row: j.Row, Outcome: store.OutcomeRelease, At: time.Now()}, sender: sender, claimed: true}
+				e.results <- done{Result: Result{Row: j.Row, Outcome: OutcomeRelease, At: time.Now()}, sender: sender}
 			}
 		}
 	}
@@ -279,7 +341,7 @@ func (e *Engine) idle(ctx context.Context, sender string) (bool, error) {
 		}
 		return true, nil
 	}
-	due, ok, err := e.cfg.Store.NextDue(ctx, sender)
+	due, ok, err := e.cfg.Checkpoint.NextDue(ctx, sender)
 	if err != nil || !ok {
 		return false, err
 	}
@@ -300,7 +362,7 @@ func (e *Engine) idle(ctx context.Context, sender string) (bool, error) {
 	return true, nil
 }
 
-func (e *Engine) send(ctx context.Context, j store.Job, sends *sync.WaitGroup) {
+func (e *Engine) send(ctx context.Context, j Job, sends *sync.WaitGroup) {
 	defer sends.Done()
 	msg := campaign.Message{
 		Row: j.Row, From: j.Sender, To: j.Phone, Template: e.cfg.Template, Lang: e.cfg.Lang,
@@ -310,75 +372,76 @@ func (e *Engine) send(ctx context.Context, j store.Job, sends *sync.WaitGroup) {
 	wamid, err := e.cfg.Sender.Send(ctx, msg)
 	now := time.Now()
 	e.gate.release(now.Sub(start))
-	e.results <- done{Result: e.outcome(j, wamid, err, now), sender: j.Sender, claimed: true}
+	e.results <- done{Result: e.outcome(j, wamid, err, now), sender: j.Sender}
 }
 
 // outcome decides what becomes of a row from the answer to its request.
-func (e *Engine) outcome(j store.Job, wamid string, err error, now time.Time) store.Result {
-	r := store.Result{Row: j.Row, At: now}
+func (e *Engine) outcome(j Job, wamid string, err error, now time.Time) Result {
+	r := Result{Row: j.Row, At: now}
 	if err == nil {
 		e.unsentStreak.Store(0)
 		e.pacer.Succeeded(j.Sender, now)
 		e.sent.Add(1)
-		r.Outcome, r.WAMID = store.OutcomeSent, wamid
+		r.Outcome, r.WAMID = OutcomeSent, wamid
 		return r
 	}
-	var apiErr *campaign.APIError
-	switch {
-	case errors.As(err, &apiErr):
+	var se *campaign.SendError
+	if !errors.As(err, &se) {
+		se = &campaign.SendError{Class: campaign.Unanswered, Title: err.Error(), Err: err}
+	}
+	if se.Class != campaign.NeverLeft {
 		e.unsentStreak.Store(0)
-		r.Code, r.Title = apiErr.Code, apiErr.Title()
-		switch apiErr.Class() {
-		case campaign.Fatal:
-			e.setFatal(&FatalError{Err: apiErr})
-			r.Outcome = store.OutcomeRelease // not this row's fault
-		case campaign.Throttled:
-			e.throttled.Add(1)
-			e.pacer.Throttled(j.Sender, now)
-			// Not the recipient's fault: the attempt does not count.
-			r.Outcome, r.NextAt = store.OutcomeRelease, now
-		case campaign.PairLimited:
-			// Meta: retry after 4^X seconds.
-			return e.retry(r, j, now.Add(time.Duration(math.Pow(4, float64(j.Attempts-1))*float64(e.cfg.PairBase))))
-		case campaign.Transient:
-			return e.retry(r, j, now.Add(campaign.Backoff(j.Attempts, e.cfg.BackoffBase, e.cfg.BackoffMax, e.cfg.Jitter())))
-		default:
-			e.failed.Add(1)
-			r.Outcome = store.OutcomeFailed
-		}
-		return r
-	case errors.Is(err, campaign.ErrInDoubt):
-		e.unsentStreak.Store(0)
-		e.inDoubt.Add(1)
-		r.Outcome, r.Title = store.OutcomeInDoubt, err.Error()
-		return r
-	default:
-		// Never left this machine: safe to send again, and no attempt spent.
+	}
+	r.Code, r.Title = se.Code, se.Title
+	switch se.Class {
+	case campaign.Fatal:
+		e.setFatal(&FatalError{Err: se})
+		r.Outcome = OutcomeRelease // not this row's fault
+	case campaign.Throttled:
+		e.throttled.Add(1)
+		e.pacer.Throttled(j.Sender, now)
+		// Not the recipient's fault: the attempt does not count.
+		r.Outcome, r.NextAt = OutcomeRelease, now
+	case campaign.PairLimited:
+		// Meta: retry after 4^X seconds.
+		return e.retry(r, j, now.Add(time.Duration(math.Pow(4, float64(j.Attempts-1))*float64(e.cfg.PairBase))))
+	case campaign.Transient:
+		return e.retry(r, j, now.Add(campaign.Backoff(j.Attempts, e.cfg.BackoffBase, e.cfg.BackoffMax, e.cfg.Jitter())))
+	case campaign.Permanent:
+		e.failed.Add(1)
+		r.Outcome = OutcomeFailed
+	case campaign.NeverLeft:
+		// Safe to send again, and no attempt spent.
 		if n := e.unsentStreak.Add(1); n >= int64(e.cfg.Unreachable) {
 			e.setFatal(fmt.Errorf("%w: %d requests in a row could not be sent, the last: %v", ErrUnreachable, n, err))
 		}
-		r.Outcome, r.NextAt = store.OutcomeRelease, now.Add(campaign.Backoff(1, e.cfg.BackoffBase, e.cfg.BackoffMax, e.cfg.Jitter()))
-		return r
+		r.Code, r.Title = 0, ""
+		r.Outcome, r.NextAt = OutcomeRelease, now.Add(campaign.Backoff(1, e.cfg.BackoffBase, e.cfg.BackoffMax, e.cfg.Jitter()))
+	default: // Unanswered, or a class this engine does not know
+		e.inDoubt.Add(1)
+		r.Outcome = OutcomeInDoubt
 	}
+	return r
 }
 
-func (e *Engine) retry(r store.Result, j store.Job, at time.Time) store.Result {
+func (e *Engine) retry(r Result, j Job, at time.Time) Result {
 	if j.Attempts >= e.cfg.MaxAttempts {
 		e.failed.Add(1)
-		r.Outcome = store.OutcomeFailed
+		r.Outcome = OutcomeFailed
 		r.Title = fmt.Sprintf("%s (after %d attempts)", r.Title, j.Attempts)
 		return r
 	}
 	e.retries.Add(1)
-	r.Outcome, r.NextAt = store.OutcomeRetry, at
+	r.Outcome, r.NextAt = OutcomeRetry, at
 	return r
 }
 
+// setFatal stops the run with err, which Run returns: the caller reports
+// it, so it is not logged here.
 func (e *Engine) setFatal(err error) {
 	e.mu.Lock()
 	if e.fatal == nil {
 		e.fatal = err
-		e.log.Error("stopping the run", "err", err)
 	}
 	e.mu.Unlock()
 	e.stopReq()
@@ -386,9 +449,8 @@ func (e *Engine) setFatal(err error) {
 
 // done is a result on its way to the checkpoint.
 type done struct {
-	store.Result
-	sender  string
-	claimed bool // counted in pending
+	Result
+	sender string // its claim is counted in pending[sender]
 }
 
 // record writes results in batches until the results channel closes. A
@@ -397,7 +459,7 @@ func (e *Engine) record() error {
 	tick := time.NewTicker(e.cfg.FlushEvery)
 	defer tick.Stop()
 	const maxBatch = 512
-	var batch []store.Result
+	var batch []Result
 	var senders []string
 	var failed error
 	flush := func() {
@@ -406,7 +468,7 @@ func (e *Engine) record() error {
 		}
 		if failed == nil {
 			// A cancelled run must still record what its requests did.
-			if err := e.cfg.Store.Record(context.Background(), batch); err != nil {
+			if err := e.cfg.Checkpoint.Record(context.Background(), batch); err != nil {
 				failed = err
 				e.setFatal(err)
 			}
@@ -428,9 +490,7 @@ func (e *Engine) record() error {
 				return failed
 			}
 			batch = append(batch, d.Result)
-			if d.claimed {
-				senders = append(senders, d.sender)
-			}
+			senders = append(senders, d.sender)
 			if len(batch) >= maxBatch {
 				flush()
 			}

@@ -1,4 +1,4 @@
-package engine
+package engine_test
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bulksend/bulksend/internal/engine"
 	"github.com/bulksend/bulksend/internal/sandbox"
 	"github.com/bulksend/bulksend/internal/whatsapp"
 )
@@ -16,19 +17,20 @@ import (
 // goes over the number's limit.
 func TestAgainstSandbox(t *testing.T) {
 	const rows, rate = 400, 200
-	st := newCheckpoint(t, rows, "1000001", "1000002")
+	cp := checkpoint(rows, "1000001", "1000002")
 	sb := sandbox.New(sandbox.Config{Seed: 9, Rate: rate, PairInterval: -1, Latency: 20 * time.Millisecond,
 		Jitter: 10 * time.Millisecond, TransientRate: 0.05, PermanentRate: 0.03})
 	srv := httptest.NewServer(sb)
 	defer srv.Close()
 	defer sb.Close()
 	client := &whatsapp.Client{BaseURL: srv.URL, Version: "v23.0", Token: "t", Timeout: 5 * time.Second, HTTP: srv.Client()}
-	cfg := testConfig(st, client, "1000001", "1000002")
+	cfg := config(cp, client, "1000001", "1000002")
 	cfg.Rate, cfg.Concurrency = rate, 0
-	if err := New(cfg).Run(context.Background()); err != nil {
+	cfg.BackoffBase, cfg.BackoffMax = time.Millisecond, 5*time.Millisecond // real time here
+	if err := engine.New(cfg).Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	c := counts(t, st)
+	c := cp.Counts()
 	stats := sb.Stats()
 	if c.Sent+c.Failed != rows || c.Sent != stats.Accepted {
 		t.Fatalf("counts %+v, sandbox accepted %d", c, stats.Accepted)

@@ -1,7 +1,6 @@
-package reconcile
+package reconcile_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -14,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bulksend/bulksend/internal/engine"
+	"github.com/bulksend/bulksend/internal/reconcile"
 	"github.com/bulksend/bulksend/internal/store"
 	"github.com/bulksend/bulksend/internal/webhook"
 )
@@ -47,7 +48,7 @@ func BenchmarkReconcile(b *testing.B) {
 		}
 		b.StartTimer()
 		c0 := cpuTime()
-		sum, err := Apply(ctx, st, webhook.NewReader(bytes.NewReader(log)), Options{CampaignID: testCampaign, MaxAttempts: 3, Batch: benchBatch, Now: func() time.Time { return at(100) }})
+		sum, err := apply(ctx, st, reconcile.Options{Batch: benchBatch, Now: func() time.Time { return at(100) }}, source(log))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -76,7 +77,7 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// benchBatch is Options.Batch: 0 (DefaultBatch) unless BENCH_BATCH says
+// benchBatch is reconcile.Options.Batch: 0 (DefaultBatch) unless BENCH_BATCH says
 // otherwise, to compare batch sizes.
 var benchBatch, _ = strconv.Atoi(os.Getenv("BENCH_BATCH"))
 
@@ -130,11 +131,11 @@ func buildBench() (tmpl, log []byte, events int, err error) {
 		return nil, nil, 0, err
 	}
 	wamid := func(row int64) string { return fmt.Sprintf("wamid.HBgLMTY1MDU1NTEyMzQVAgARGBI%08dAA==", row) }
-	results := make([]store.Result, len(jobs))
+	results := make([]engine.Result, len(jobs))
 	for i, j := range jobs {
-		results[i] = store.Result{Row: j.Row, Outcome: store.OutcomeSent, WAMID: wamid(j.Row), At: at(1)}
+		results[i] = engine.Result{Row: j.Row, Outcome: engine.OutcomeSent, WAMID: wamid(j.Row), At: at(1)}
 		if j.Row%20 == 0 {
-			results[i] = store.Result{Row: j.Row, Outcome: store.OutcomeInDoubt, Title: "context deadline exceeded", At: at(1)}
+			results[i] = engine.Result{Row: j.Row, Outcome: engine.OutcomeInDoubt, Title: "context deadline exceeded", At: at(1)}
 		}
 	}
 	if err := st.Record(ctx, results); err != nil {

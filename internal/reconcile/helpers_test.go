@@ -1,4 +1,4 @@
-package reconcile
+package reconcile_test
 
 import (
 	"bytes"
@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/bulksend/bulksend/internal/campaign"
+	"github.com/bulksend/bulksend/internal/engine"
+	"github.com/bulksend/bulksend/internal/reconcile"
 	"github.com/bulksend/bulksend/internal/store"
 	"github.com/bulksend/bulksend/internal/webhook"
 )
@@ -26,24 +28,33 @@ func at(sec float64) time.Time {
 	return time.UnixMilli(base*1000 + int64(sec*1000))
 }
 
-// seed is the state of one row before reconcile.
-type seed struct {
-	skip     bool        // imported as skipped
-	attempts int         // claims made (0: a pending row never claimed)
-	at       time.Time   // instant of the claims; zero means at(0)
-	s        store.State // Status, WAMID, Code, Title and times to end in
+// state is what a row ends in before reconcile.
+type state struct {
+	Status campaign.Status
+	WAMID  string
+	Code   int
+	Title  string
+	SentAt time.Time
 }
 
-func pending() seed { return seed{s: store.State{Status: campaign.Pending}} }
+// seed is the state of one row before reconcile.
+type seed struct {
+	skip     bool      // imported as skipped
+	attempts int       // claims made (0: a pending row never claimed)
+	at       time.Time // instant of the claims; zero means at(0)
+	s        state
+}
+
+func pending() seed { return seed{s: state{Status: campaign.Pending}} }
 func skipped() seed { return seed{skip: true} }
 func inDoubt(t time.Time, attempts int) seed {
-	return seed{attempts: attempts, at: t, s: store.State{Status: campaign.InDoubt, Title: "context deadline exceeded"}}
+	return seed{attempts: attempts, at: t, s: state{Status: campaign.InDoubt, Title: "context deadline exceeded"}}
 }
 func sentRow(wamid string, sentAt float64) seed {
-	return seed{attempts: 1, s: store.State{Status: campaign.Sent, WAMID: wamid, SentAt: at(sentAt)}}
+	return seed{attempts: 1, s: state{Status: campaign.Sent, WAMID: wamid, SentAt: at(sentAt)}}
 }
 func failedRow(code int, title string) seed {
-	return seed{attempts: 1, s: store.State{Status: campaign.Failed, Code: code, Title: title}}
+	return seed{attempts: 1, s: state{Status: campaign.Failed, Code: code, Title: title}}
 }
 
 // checkpoint creates a checkpoint holding rows (row i+1 is rows[i]) of
@@ -64,7 +75,7 @@ func checkpoint(t testing.TB, rows []seed) *store.Store {
 		i++
 		r := store.Row{Row: int64(i), Line: i + 1, Phone: fmt.Sprintf("+1555%07d", i), Sender: ourNumber}
 		if rows[i-1].skip {
-			r.Skip = "excluded"
+			r.Skip, r.SkipKind = "excluded", campaign.SkipExcluded
 		}
 		return r, nil
 	}, func() store.Settings { return store.Settings{CampaignID: testCampaign, MaxAttempts: 3} })
@@ -73,7 +84,7 @@ func checkpoint(t testing.TB, rows []seed) *store.Store {
 	}
 	// Rows are claimed one by one in row order: each Claim takes the
 	// lowest due pending row, which is the current one.
-	var final []store.State
+	var final []reconcile.Delivery
 	for i, sd := range rows {
 		row := int64(i + 1)
 		if sd.skip {
@@ -85,27 +96,25 @@ func checkpoint(t testing.TB, rows []seed) *store.Store {
 		}
 		if sd.attempts == 0 {
 			claim(t, st, row, when)
-			record(t, st, store.Result{Row: row, Outcome: store.OutcomeRelease, NextAt: at(1e6), At: when})
+			record(t, st, engine.Result{Row: row, Outcome: engine.OutcomeRelease, NextAt: at(1e6), At: when})
 			continue
 		}
 		for n := 1; n <= sd.attempts; n++ {
 			claim(t, st, row, when)
-			res := store.Result{Row: row, Outcome: store.OutcomeInDoubt, At: when, Title: sd.s.Title, Code: sd.s.Code}
+			res := engine.Result{Row: row, Outcome: engine.OutcomeInDoubt, At: when, Title: sd.s.Title, Code: sd.s.Code}
 			if n < sd.attempts {
-				res.Outcome, res.NextAt = store.OutcomeRetry, time.Unix(0, 0)
+				res.Outcome, res.NextAt = engine.OutcomeRetry, time.Unix(0, 0)
 			}
 			if n == sd.attempts && sd.s.Status == campaign.Pending {
-				res.Outcome, res.NextAt = store.OutcomeRetry, at(1e6)
+				res.Outcome, res.NextAt = engine.OutcomeRetry, at(1e6)
 			}
 			record(t, st, res)
 		}
-		if s := sd.s.Status; s != campaign.InDoubt && s != campaign.Pending {
-			f := sd.s
-			f.Row = row
-			final = append(final, f)
+		if s := sd.s; s.Status != campaign.InDoubt && s.Status != campaign.Pending {
+			final = append(final, reconcile.Delivery{Row: row, Status: s.Status, WAMID: s.WAMID, Code: s.Code, Title: s.Title, SentAt: unixMS(s.SentAt)})
 		}
 	}
-	if err := st.SaveStates(ctx, final, at(0)); err != nil {
+	if err := st.SaveDeliveries(ctx, final, nil, at(0)); err != nil {
 		t.Fatal(err)
 	}
 	return st
@@ -122,9 +131,9 @@ func claim(t testing.TB, st *store.Store, row int64, when time.Time) {
 	}
 }
 
-func record(t testing.TB, st *store.Store, r store.Result) {
+func record(t testing.TB, st *store.Store, r engine.Result) {
 	t.Helper()
-	if err := st.Record(context.Background(), []store.Result{r}); err != nil {
+	if err := st.Record(context.Background(), []engine.Result{r}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -170,54 +179,90 @@ func ndjson(ss ...webhook.Status) []byte {
 	return b.Bytes()
 }
 
-func applyLog(t testing.TB, st *store.Store, log []byte, opt Options) Summary {
-	t.Helper()
-	sum, err := Apply(context.Background(), st, webhook.NewReader(bytes.NewReader(log)), opt)
+// apply reconciles st with the logs, as `bulksend reconcile` does: the
+// campaign is testCampaign and its max_attempts 3 unless opt says so.
+func apply(ctx context.Context, st *store.Store, opt reconcile.Options, logs ...reconcile.Source) (reconcile.Summary, error) {
+	if opt.CampaignID == "" {
+		opt.CampaignID = testCampaign
+	}
+	if opt.MaxAttempts == 0 {
+		opt.MaxAttempts = 3
+	}
+	rc, err := reconcile.New(st, opt)
 	if err != nil {
-		t.Fatalf("Apply: %v", err)
+		return reconcile.Summary{}, err
+	}
+	for i, l := range logs {
+		if err := rc.Read(ctx, fmt.Sprintf("log%d", i+1), l); err != nil {
+			return reconcile.Summary{}, err
+		}
+	}
+	return rc.Finish(ctx)
+}
+
+// source is an NDJSON log as reconcile reads it.
+func source(log []byte) reconcile.Source {
+	return webhook.Statuses(webhook.NewReader(bytes.NewReader(log)))
+}
+
+func applyLog(t testing.TB, st *store.Store, log []byte, opt reconcile.Options) reconcile.Summary {
+	t.Helper()
+	sum, err := apply(context.Background(), st, opt, source(log))
+	if err != nil {
+		t.Fatalf("reconcile: %v", err)
 	}
 	checkInvariant(t, sum)
 	return sum
 }
 
-func checkInvariant(t testing.TB, s Summary) {
+func checkInvariant(t testing.TB, s reconcile.Summary) {
 	t.Helper()
 	if s.Events != s.Matched+s.Foreign+s.Unknown {
 		t.Errorf("events %d != matched %d + foreign %d + unknown %d", s.Events, s.Matched, s.Foreign, s.Unknown)
 	}
 }
 
+// export returns every stored field of rows 1..n.
+func export(t testing.TB, st *store.Store, n int) []store.ExportRow {
+	t.Helper()
+	var out []store.ExportRow
+	if err := st.Export(context.Background(), func(r store.ExportRow) error {
+		if r.Row <= int64(n) {
+			out = append(out, r)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(out) != n {
+		t.Fatalf("%d rows, want %d", len(out), n)
+	}
+	return out
+}
+
 // rowsOf returns the states of rows 1..n, briefly.
 func rowsOf(t testing.TB, st *store.Store, n int) []string {
 	t.Helper()
-	rows := make([]int64, n)
-	for i := range rows {
-		rows[i] = int64(i + 1)
-	}
-	states, err := st.States(context.Background(), rows, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
 	out := make([]string, n)
-	for i, r := range rows {
-		out[i] = brief(states[r])
+	for i, r := range export(t, st, n) {
+		out[i] = brief(r)
 	}
 	return out
 }
 
 // brief is a state in one line: status, wamid, code and title, then the
 // times relative to base, and the attempts.
-func brief(s store.State) string {
+func brief(s store.ExportRow) string {
 	var b strings.Builder
 	b.WriteString(string(s.Status))
 	if s.WAMID != "" {
 		b.WriteString(" " + s.WAMID)
 	}
-	if s.Code != 0 {
-		fmt.Fprintf(&b, " #%d", s.Code)
+	if s.ErrorCode != 0 {
+		fmt.Fprintf(&b, " #%d", s.ErrorCode)
 	}
-	if s.Title != "" {
-		fmt.Fprintf(&b, " %q", s.Title)
+	if s.ErrorTitle != "" {
+		fmt.Fprintf(&b, " %q", s.ErrorTitle)
 	}
 	for _, f := range []struct {
 		name string
@@ -233,19 +278,17 @@ func brief(s store.State) string {
 // full is every stored field of every row, for comparing end states.
 func full(t testing.TB, st *store.Store, n int) []string {
 	t.Helper()
-	rows := make([]int64, n)
-	for i := range rows {
-		rows[i] = int64(i + 1)
-	}
-	states, err := st.States(context.Background(), rows, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
 	out := make([]string, n)
-	for i, r := range rows {
-		s := states[r]
-		out[i] = fmt.Sprintf("%d %s %s %q %d %d %d %d %d %d %q", s.Row, s.Status, s.WAMID, s.Title, s.Code,
+	for i, s := range export(t, st, n) {
+		out[i] = fmt.Sprintf("%d %s %s %q %d %d %d %d %d %d %q", s.Row, s.Status, s.WAMID, s.ErrorTitle, s.ErrorCode,
 			unixMS(s.SentAt), unixMS(s.DeliveredAt), unixMS(s.ReadAt), s.Attempts, unixMS(s.AttemptedAt), s.Sender)
 	}
 	return out
+}
+
+func unixMS(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
 }

@@ -4,7 +4,6 @@ import (
 	"time"
 
 	"github.com/bulksend/bulksend/internal/campaign"
-	"github.com/bulksend/bulksend/internal/store"
 )
 
 // level is how far the statuses prove a message got. A row only ever
@@ -39,7 +38,7 @@ func statusLevel(s string) (l level, ok bool) {
 // rowLevel is the level a stored row has reached. A failed row without a
 // wamid failed before Meta took the message (synchronously, or by the
 // in-doubt policy), so a status can still prove it went out.
-func rowLevel(s store.Delivery) level {
+func rowLevel(s Delivery) level {
 	switch s.Status {
 	case campaign.Sent:
 		return lvSent
@@ -143,7 +142,7 @@ func (e evidence) join(f evidence) evidence {
 //     depend on the order of the logs either.
 //   - sent_at, delivered_at and read_at become the earliest instant known
 //     for that status; a read is also a delivery.
-func apply(s store.Delivery, e evidence) store.Delivery {
+func apply(s Delivery, e evidence) Delivery {
 	if s.Status == campaign.Skipped || e.level == unproven {
 		return s
 	}
@@ -167,7 +166,7 @@ func apply(s store.Delivery, e evidence) store.Delivery {
 // changes reports whether apply(*s, *e) != *s, without building the new
 // state. It is for the evidence of a single status, whose failure is set
 // only at lvFailed.
-func changes(s *store.Delivery, e *evidence) bool {
+func changes(s *Delivery, e *evidence) bool {
 	if s.Status == campaign.Skipped || e.level == unproven {
 		return false
 	}

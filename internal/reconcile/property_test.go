@@ -1,4 +1,4 @@
-package reconcile
+package reconcile_test
 
 import (
 	"fmt"
@@ -8,69 +8,11 @@ import (
 	"time"
 
 	"github.com/bulksend/bulksend/internal/campaign"
-	"github.com/bulksend/bulksend/internal/store"
+	"github.com/bulksend/bulksend/internal/reconcile"
 	"github.com/bulksend/bulksend/internal/webhook"
 )
 
 var kinds = []string{"sent", "delivered", "read", "failed", "deleted"}
-
-func randomEvidence(r *rand.Rand) evidence {
-	e, _ := proof(kinds[r.IntN(4)], fmt.Sprintf("w%d", r.IntN(3)), at(float64(r.IntN(5))), []int{0, 131026, 131049}[r.IntN(3)], []string{"", "a", "b"}[r.IntN(3)])
-	return e
-}
-
-func randomState(r *rand.Rand) store.Delivery {
-	s := store.Delivery{Row: 1}
-	s.Status = campaign.Statuses[r.IntN(len(campaign.Statuses))]
-	if r.IntN(2) == 0 {
-		s.WAMID = fmt.Sprintf("w%d", r.IntN(3))
-	}
-	if r.IntN(2) == 0 {
-		s.Code, s.Title = 131049, "x"
-	}
-	for _, t := range []*int64{&s.SentAt, &s.DeliveredAt, &s.ReadAt} {
-		if r.IntN(2) == 0 {
-			*t = at(float64(r.IntN(5))).UnixMilli()
-		}
-	}
-	return s
-}
-
-// TestLattice checks the algebra the order independence rests on: join is
-// commutative, associative and idempotent, and applying evidence in two
-// steps is applying their join.
-func TestLattice(t *testing.T) {
-	r := rand.New(rand.NewPCG(1, 2))
-	for i := range 100_000 {
-		a, b, c := randomEvidence(r), randomEvidence(r), randomEvidence(r)
-		if s := randomState(r); changes(&s, &a) != (apply(s, a) != s) {
-			t.Fatalf("%d: changes(%+v, %+v) = %v, apply gives %+v", i, s, a, changes(&s, &a), apply(s, a))
-		}
-		if a.join(b) != b.join(a) {
-			t.Fatalf("%d: join not commutative: %+v %+v", i, a, b)
-		}
-		if a.join(b).join(c) != a.join(b.join(c)) {
-			t.Fatalf("%d: join not associative: %+v %+v %+v", i, a, b, c)
-		}
-		if a.join(a) != a || a.join(evidence{}) != a {
-			t.Fatalf("%d: join not idempotent: %+v", i, a)
-		}
-		s := randomState(r)
-		two, one := apply(apply(s, a), b), apply(s, a.join(b))
-		if two != one {
-			t.Fatalf("%d: from %+v: apply a then b = %+v, apply a⊔b = %+v (a %+v, b %+v)", i, s, two, one, a, b)
-		}
-		if again := apply(one, a.join(b)); again != one {
-			t.Fatalf("%d: apply not idempotent: %+v then %+v", i, one, again)
-		}
-		if s.Status == campaign.Skipped && one != s {
-			t.Fatalf("%d: skipped row changed to %+v", i, one)
-		}
-		if rowLevel(one) < rowLevel(s) {
-			t.Fatalf("%d: %+v moved down to %+v", i, s, one)
-		}
-	}
-}
 
 // TestPermutations applies random permutations of random statuses to
 // random checkpoints, in random batch sizes, and requires the same end
@@ -98,7 +40,7 @@ func TestPermutations(t *testing.T) {
 			case 3:
 				rows[i] = sentRow(own, float64(r.IntN(20)))
 			case 4:
-				rows[i] = seed{attempts: 1, s: store.State{Status: campaign.Failed, WAMID: own, Code: 131049, Title: ecosystem}}
+				rows[i] = seed{attempts: 1, s: state{Status: campaign.Failed, WAMID: own, Code: 131049, Title: ecosystem}}
 			default:
 				rows[i] = inDoubt(at(float64(-r.IntN(3))*3600), 1+r.IntN(3))
 			}
@@ -125,7 +67,7 @@ func TestPermutations(t *testing.T) {
 		for perm := range 6 {
 			l := slices.Clone(log)
 			r.Shuffle(len(l), func(i, j int) { l[i], l[j] = l[j], l[i] })
-			opt := Options{Batch: 1 + r.IntN(8), Unmatched: campaign.Fail, Grace: 90 * time.Minute, Now: func() time.Time { return at(0) }}
+			opt := reconcile.Options{Batch: 1 + r.IntN(8), Unmatched: campaign.Fail, Grace: 90 * time.Minute, Now: func() time.Time { return at(0) }}
 			st := checkpoint(t, rows)
 			applyLog(t, st, ndjson(l...), opt)
 			got := full(t, st, nRows)

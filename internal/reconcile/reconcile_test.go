@@ -1,4 +1,4 @@
-package reconcile
+package reconcile_test
 
 import (
 	"bytes"
@@ -6,8 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"os"
-	"path/filepath"
+	"io"
 	"reflect"
 	"slices"
 	"strings"
@@ -15,18 +14,19 @@ import (
 	"time"
 
 	"github.com/bulksend/bulksend/internal/campaign"
+	"github.com/bulksend/bulksend/internal/reconcile"
 	"github.com/bulksend/bulksend/internal/webhook"
 )
 
 const ecosystem = "This message was not delivered to maintain healthy ecosystem engagement."
 
-// counts is the part of a Summary the tables check.
+// counts is the part of a reconcile.Summary the tables check.
 type counts struct {
 	Events, Matched, Applied, Foreign, Unknown, Changed, StillInDoubt int64
 	Settled, Corrected                                                map[string]int64
 }
 
-func countsOf(s Summary) counts {
+func countsOf(s reconcile.Summary) counts {
 	c := counts{s.Events, s.Matched, s.Applied, s.Foreign, s.Unknown, s.Changed, s.StillInDoubt, s.Settled, s.Corrected}
 	if len(c.Settled) == 0 {
 		c.Settled = nil
@@ -44,7 +44,7 @@ func TestApply(t *testing.T) {
 		name string
 		rows []seed
 		log  []webhook.Status
-		opt  Options
+		opt  reconcile.Options
 		want []string
 		sum  counts
 	}{
@@ -57,7 +57,7 @@ func TestApply(t *testing.T) {
 				status("read", "w3", 30, 3),
 				withError(status("failed", "w4", 15, 4), 131049, ecosystem),
 			},
-			opt: Options{Unmatched: campaign.Resend},
+			opt: reconcile.Options{Unmatched: campaign.Resend},
 			want: []string{
 				"sent w1 sent@10",
 				"delivered w2 sent@10 delivered@20",
@@ -75,7 +75,7 @@ func TestApply(t *testing.T) {
 				status("read", "w2", 30, 0),
 				withCallback(status("delivered", "w3", 20, 0), "order-17"),
 			},
-			opt:  Options{Senders: []string{ourNumber}},
+			opt:  reconcile.Options{Senders: []string{ourNumber}},
 			want: []string{"delivered w1 sent@1.5 delivered@20", "read w2 sent@1.5 delivered@30 read@30", "delivered w3 sent@1.5 delivered@20"},
 			sum:  counts{Events: 3, Matched: 3, Applied: 3, Changed: 3},
 		},
@@ -154,7 +154,7 @@ func TestApply(t *testing.T) {
 			name: "failed without error details",
 			rows: []seed{inDoubt(at(0), 1)},
 			log:  []webhook.Status{status("failed", "w1", 20, 1)},
-			want: []string{`failed w1 "` + noDetails + `"`},
+			want: []string{`failed w1 "failed (status webhook without error details)"`},
 			sum:  counts{Events: 1, Matched: 1, Applied: 1, Changed: 1, Settled: settled{"failed": 1}},
 		},
 		{
@@ -167,7 +167,7 @@ func TestApply(t *testing.T) {
 				from(status("delivered", "w1", 20, 0), "999"),              // another number, no callback data
 				status("delivered", "w9", 20, 99),                          // our data, no such row
 			},
-			opt:  Options{Senders: []string{ourNumber}},
+			opt:  reconcile.Options{Senders: []string{ourNumber}},
 			want: []string{"sent w1 sent@1"},
 			sum:  counts{Events: 5, Foreign: 5},
 		},
@@ -175,7 +175,7 @@ func TestApply(t *testing.T) {
 			name: "callback data beats the sender filter",
 			rows: []seed{inDoubt(at(0), 1)},
 			log:  []webhook.Status{from(status("delivered", "w1", 20, 1), "999")},
-			opt:  Options{Senders: []string{ourNumber}},
+			opt:  reconcile.Options{Senders: []string{ourNumber}},
 			want: []string{"delivered w1 delivered@20"},
 			sum:  counts{Events: 1, Matched: 1, Applied: 1, Changed: 1, Settled: settled{"delivered": 1}},
 		},
@@ -268,53 +268,53 @@ func TestUnmatchedPolicy(t *testing.T) {
 	)
 	tests := []struct {
 		name string
-		opt  Options
+		opt  reconcile.Options
 		want []string
 		sum  counts
 	}{
 		{
 			name: "hold",
-			opt:  Options{Unmatched: campaign.Hold, Grace: time.Hour},
+			opt:  reconcile.Options{Unmatched: campaign.Hold, Grace: time.Hour},
 			want: []string{doubt, doubt, doubt, settled4, sent5},
 			sum:  counts{Events: 1, Matched: 1, Applied: 1, Changed: 1, StillInDoubt: 3, Settled: settled{"delivered": 1}},
 		},
 		{
 			name: "zero value holds",
-			opt:  Options{},
+			opt:  reconcile.Options{},
 			want: []string{doubt, doubt, doubt, settled4, sent5},
 			sum:  counts{Events: 1, Matched: 1, Applied: 1, Changed: 1, StillInDoubt: 3, Settled: settled{"delivered": 1}},
 		},
 		{
 			name: "resend",
-			opt:  Options{Unmatched: campaign.Resend, Grace: time.Hour},
+			opt:  reconcile.Options{Unmatched: campaign.Resend, Grace: time.Hour},
 			want: []string{pend, doubt, lastTry, settled4, sent5},
 			sum: counts{Events: 1, Matched: 1, Applied: 1, Changed: 3, StillInDoubt: 1,
-				Settled: settled{"delivered": 1, SettledResent: 1, SettledLastFailed: 1}},
+				Settled: settled{"delivered": 1, reconcile.SettledResent: 1, reconcile.SettledLastFailed: 1}},
 		},
 		{
 			name: "resend with more attempts allowed",
-			opt:  Options{Unmatched: campaign.Resend, Grace: time.Hour, MaxAttempts: 4},
+			opt:  reconcile.Options{Unmatched: campaign.Resend, Grace: time.Hour, MaxAttempts: 4},
 			want: []string{pend, doubt, pend, settled4, sent5},
 			sum: counts{Events: 1, Matched: 1, Applied: 1, Changed: 3, StillInDoubt: 1,
-				Settled: settled{"delivered": 1, SettledResent: 2}},
+				Settled: settled{"delivered": 1, reconcile.SettledResent: 2}},
 		},
 		{
 			name: "fail",
-			opt:  Options{Unmatched: campaign.Fail, Grace: time.Hour},
+			opt:  reconcile.Options{Unmatched: campaign.Fail, Grace: time.Hour},
 			want: []string{byPolicy, doubt, byPolicy, settled4, sent5},
 			sum: counts{Events: 1, Matched: 1, Applied: 1, Changed: 3, StillInDoubt: 1,
-				Settled: settled{"delivered": 1, SettledFailed: 2}},
+				Settled: settled{"delivered": 1, reconcile.SettledFailed: 2}},
 		},
 		{
 			name: "fail without grace",
-			opt:  Options{Unmatched: campaign.Fail},
+			opt:  reconcile.Options{Unmatched: campaign.Fail},
 			want: []string{byPolicy, byPolicy, byPolicy, settled4, sent5},
 			sum: counts{Events: 1, Matched: 1, Applied: 1, Changed: 4,
-				Settled: settled{"delivered": 1, SettledFailed: 3}},
+				Settled: settled{"delivered": 1, reconcile.SettledFailed: 3}},
 		},
 		{
 			name: "grace longer than every attempt",
-			opt:  Options{Unmatched: campaign.Fail, Grace: 4 * time.Hour},
+			opt:  reconcile.Options{Unmatched: campaign.Fail, Grace: 4 * time.Hour},
 			want: []string{doubt, doubt, doubt, settled4, sent5},
 			sum:  counts{Events: 1, Matched: 1, Applied: 1, Changed: 1, StillInDoubt: 3, Settled: settled{"delivered": 1}},
 		},
@@ -342,16 +342,17 @@ func TestUnmatchedPolicy(t *testing.T) {
 func TestOptionErrors(t *testing.T) {
 	tests := []struct {
 		name string
-		opt  Options
+		opt  reconcile.Options
 		want string
 	}{
-		{"unknown policy", Options{Unmatched: "retry"}, `invalid policy "retry"`},
-		{"negative grace", Options{Grace: -time.Second}, "negative grace"},
+		{"no campaign", reconcile.Options{}, "no campaign ID"},
+		{"unknown policy", reconcile.Options{CampaignID: testCampaign, Unmatched: "retry"}, `invalid policy "retry"`},
+		{"negative grace", reconcile.Options{CampaignID: testCampaign, Grace: -time.Second}, "negative grace"},
 	}
 	st := checkpoint(t, []seed{pending()})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := Apply(context.Background(), st, webhook.NewReader(strings.NewReader("")), tt.opt)
+			_, err := reconcile.New(st, tt.opt)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("err = %v, want %q", err, tt.want)
 			}
@@ -387,7 +388,7 @@ func TestReversed(t *testing.T) {
 	for _, l := range [][]webhook.Status{log, reversed} {
 		for _, batch := range []int{1, 3, 1000} {
 			st := checkpoint(t, rows)
-			applyLog(t, st, ndjson(l...), Options{Batch: batch, Now: func() time.Time { return at(100) }})
+			applyLog(t, st, ndjson(l...), reconcile.Options{Batch: batch, Now: func() time.Time { return at(100) }})
 			ends = append(ends, full(t, st, len(rows)))
 		}
 	}
@@ -397,7 +398,7 @@ func TestReversed(t *testing.T) {
 		}
 	}
 	st := checkpoint(t, rows)
-	applyLog(t, st, ndjson(log...), Options{Now: func() time.Time { return at(100) }})
+	applyLog(t, st, ndjson(log...), reconcile.Options{Now: func() time.Time { return at(100) }})
 	want := []string{
 		"read w1 sent@10 delivered@20 read@40",
 		`failed w2 #131047 "Re-engagement message" sent@11`,
@@ -424,7 +425,7 @@ func TestMalformed(t *testing.T) {
 	log.WriteString("\n")                                                                                              // blank
 	log.WriteString(`{"entry":"x"}` + "\n")                                                                            // 6
 	log.Write(ndjson(status("read", "w2", 30, 2)))                                                                     // 7
-	sum := applyLog(t, st, log.Bytes(), Options{})
+	sum := applyLog(t, st, log.Bytes(), reconcile.Options{})
 	got := []int64{sum.Events, sum.Matched, sum.Invalid, sum.NotStatus}
 	if want := []int64{2, 2, 3, 1}; !slices.Equal(got, want) {
 		t.Errorf("events, matched, invalid, not_status = %v, want %v", got, want)
@@ -437,25 +438,29 @@ func TestMalformed(t *testing.T) {
 	}
 }
 
-func TestRun(t *testing.T) {
-	dir := t.TempDir()
+// open is a log as `bulksend reconcile` opens it: gzip is detected.
+func open(t *testing.T, b []byte) reconcile.Source {
+	t.Helper()
+	f, err := webhook.Open("-", bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return webhook.Statuses(webhook.NewReader(f))
+}
+
+// TestSeveralLogs: logs are read in turn, each summarised under its name,
+// and the policy is applied once, after the last.
+func TestSeveralLogs(t *testing.T) {
 	var gz bytes.Buffer
 	zw := gzip.NewWriter(&gz)
 	zw.Write(ndjson(status("sent", "w1", 10, 1), status("delivered", "w2", 20, 2)))
 	zw.Close()
-	write := func(name string, b []byte) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	a := write("a.ndjson.gz", gz.Bytes())
-	b := write("b.ndjson", append(ndjson(status("read", "w1", 30, 1)), "oops\n"...))
-	stdin := bytes.NewReader(ndjson(status("read", "w3", 40, 3)))
 
 	st := checkpoint(t, []seed{inDoubt(at(0), 1), inDoubt(at(0), 1), inDoubt(at(0), 1), inDoubt(at(0), 1)})
-	sum, err := Run(context.Background(), st, []string{a, b, "-"}, stdin, Options{Unmatched: campaign.Fail, Now: func() time.Time { return at(100) }})
+	sum, err := apply(context.Background(), st, reconcile.Options{Unmatched: campaign.Fail, Now: func() time.Time { return at(100) }},
+		open(t, gz.Bytes()),
+		open(t, append(ndjson(status("read", "w1", 30, 1)), "oops\n"...)),
+		open(t, ndjson(status("read", "w3", 40, 3))))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -463,15 +468,15 @@ func TestRun(t *testing.T) {
 	if got := rowsOf(t, st, 4); !slices.Equal(got, want) {
 		t.Errorf("rows:\n got %q\nwant %q", got, want)
 	}
-	wantLogs := []Log{
-		{Name: a, Events: 2, FirstInvalidLines: []int{}},
-		{Name: b, Events: 1, Invalid: 1, FirstInvalidLines: []int{2}},
-		{Name: "-", Events: 1, FirstInvalidLines: []int{}},
+	wantLogs := []reconcile.Log{
+		{Name: "log1", Events: 2, FirstInvalidLines: []int{}},
+		{Name: "log2", Events: 1, Invalid: 1, FirstInvalidLines: []int{2}},
+		{Name: "log3", Events: 1, FirstInvalidLines: []int{}},
 	}
 	if !reflect.DeepEqual(sum.Logs, wantLogs) {
 		t.Errorf("logs:\n got %+v\nwant %+v", sum.Logs, wantLogs)
 	}
-	wantSum := counts{Events: 4, Matched: 4, Applied: 4, Changed: 4, Settled: settled{"read": 2, "delivered": 1, SettledFailed: 1}}
+	wantSum := counts{Events: 4, Matched: 4, Applied: 4, Changed: 4, Settled: settled{"read": 2, "delivered": 1, reconcile.SettledFailed: 1}}
 	if got := countsOf(sum); !reflect.DeepEqual(got, wantSum) {
 		t.Errorf("summary:\n got %+v\nwant %+v", got, wantSum)
 	}
@@ -480,51 +485,38 @@ func TestRun(t *testing.T) {
 	}
 }
 
-func TestRunErrors(t *testing.T) {
-	dir := t.TempDir()
+func TestReadErrors(t *testing.T) {
 	var gz bytes.Buffer
 	zw := gzip.NewWriter(&gz)
 	zw.Write(ndjson(status("delivered", "w1", 20, 1)))
 	zw.Write(bytes.Repeat([]byte("\n"), 1<<16))
 	zw.Write(ndjson(status("delivered", "w2", 20, 2)))
 	zw.Close()
-	cut := filepath.Join(dir, "cut.gz")
-	if err := os.WriteFile(cut, gz.Bytes()[:gz.Len()-30], 0o600); err != nil {
-		t.Fatal(err)
-	}
+	cut := gz.Bytes()[:gz.Len()-30]
 	rows := []seed{inDoubt(at(0), 1), inDoubt(at(0), 1), inDoubt(at(0), 1)}
-	opt := Options{Unmatched: campaign.Fail, Now: func() time.Time { return at(100) }}
+	opt := reconcile.Options{CampaignID: testCampaign, Unmatched: campaign.Fail, Now: func() time.Time { return at(100) }}
 
-	t.Run("missing log", func(t *testing.T) {
-		st := checkpoint(t, rows)
-		_, err := Run(context.Background(), st, []string{filepath.Join(dir, "nope.ndjson")}, nil, opt)
-		if !errors.Is(err, os.ErrNotExist) {
-			t.Errorf("err = %v, want not exist", err)
-		}
-		if got := rowsOf(t, st, 1)[0]; !strings.HasPrefix(got, "in_doubt") {
-			t.Errorf("row 1 = %q: the policy ran after an error", got)
-		}
-	})
 	t.Run("truncated gzip", func(t *testing.T) {
 		st := checkpoint(t, rows)
-		sum, err := Run(context.Background(), st, []string{cut}, nil, opt)
-		if err == nil || !strings.Contains(err.Error(), cut) {
-			t.Fatalf("err = %v, want an error naming %s", err, cut)
+		rc, err := reconcile.New(st, opt)
+		if err != nil {
+			t.Fatal(err)
 		}
-		// What was read is applied; the policy is not.
+		err = rc.Read(context.Background(), "cut.gz", open(t, cut))
+		if err == nil || !strings.Contains(err.Error(), "cut.gz") {
+			t.Fatalf("err = %v, want an error naming cut.gz", err)
+		}
+		// What was read is applied; the policy is not (Finish never ran).
 		want := []string{"delivered w1 delivered@20", `in_doubt "context deadline exceeded"`, `in_doubt "context deadline exceeded"`}
 		if got := rowsOf(t, st, 3); !slices.Equal(got, want) {
 			t.Errorf("rows:\n got %q\nwant %q", got, want)
-		}
-		if sum.Matched != 1 {
-			t.Errorf("matched = %d, want 1", sum.Matched)
 		}
 	})
 	t.Run("cancelled", func(t *testing.T) {
 		st := checkpoint(t, rows)
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
-		_, err := Apply(ctx, st, webhook.NewReader(bytes.NewReader(ndjson(status("read", "w1", 30, 1)))), opt)
+		_, err := apply(ctx, st, opt, source(ndjson(status("read", "w1", 30, 1))))
 		if !errors.Is(err, context.Canceled) {
 			t.Errorf("err = %v, want context.Canceled", err)
 		}
@@ -532,12 +524,31 @@ func TestRunErrors(t *testing.T) {
 			t.Errorf("row 1 = %q after a cancelled run", got)
 		}
 	})
+	t.Run("cancelled while the log blocks", func(t *testing.T) {
+		// stdin from a pipe that never ends: Ctrl-C must still return.
+		st := checkpoint(t, rows)
+		pr, pw := io.Pipe()
+		defer pw.Close()
+		go pw.Write(ndjson(status("read", "w1", 30, 1)))
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { _, err := apply(ctx, st, opt, webhook.Statuses(webhook.NewReader(pr))); done <- err }()
+		cancel()
+		select {
+		case err := <-done:
+			if !errors.Is(err, context.Canceled) {
+				t.Errorf("err = %v, want context.Canceled", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("a cancelled reconcile waited for a log that never ends")
+		}
+	})
 }
 
-// TestSummaryJSON pins the JSON names of Summary, which scripts read from
+// TestSummaryJSON pins the JSON names of reconcile.Summary, which scripts read from
 // `bulksend reconcile --json`: fields are only ever added.
 func TestSummaryJSON(t *testing.T) {
-	b, err := json.Marshal(Summary{Logs: []Log{{}}})
+	b, err := json.Marshal(reconcile.Summary{Logs: []reconcile.Log{{}}})
 	if err != nil {
 		t.Fatal(err)
 	}

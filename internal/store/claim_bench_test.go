@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/bulksend/bulksend/internal/engine"
 )
 
 // BenchmarkClaimRecord is the checkpoint's share of a send: a claim of 256
@@ -22,9 +24,9 @@ func BenchmarkClaimRecord(b *testing.B) {
 		if len(jobs) == 0 {
 			b.Fatal("checkpoint exhausted: lower -benchtime")
 		}
-		res := make([]Result, len(jobs))
+		res := make([]engine.Result, len(jobs))
 		for k, j := range jobs {
-			res[k] = Result{Row: j.Row, Outcome: OutcomeSent, WAMID: "wamid.x", At: now}
+			res[k] = engine.Result{Row: j.Row, Outcome: engine.OutcomeSent, WAMID: "wamid.x", At: now}
 		}
 		if err := s.Record(ctx, res); err != nil {
 			b.Fatal(err)

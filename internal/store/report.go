@@ -10,12 +10,27 @@ import (
 	"github.com/bulksend/bulksend/internal/campaign"
 )
 
+// Counts returns the number of rows in each status.
+func (s *Store) Counts(ctx context.Context) (campaign.Counts, error) {
+	var c campaign.Counts
+	err := s.query(ctx, `SELECT status, COUNT(*) FROM recipients GROUP BY status`, func(rows *sql.Rows) error {
+		var st string
+		var n int64
+		if err := rows.Scan(&st, &n); err != nil {
+			return err
+		}
+		c.Add(campaign.Status(st), n)
+		return nil
+	})
+	return c, err
+}
+
 // Report is what `bulksend status` shows.
 type Report struct {
 	Counts     campaign.Counts
 	ByError    []ErrorCount  // failed, retrying and in-doubt rows by last error
 	BySender   []SenderCount // per sender number
-	Skipped    map[string]int64
+	Skipped    map[campaign.SkipKind]int64
 	Retrying   int64     // pending rows with attempts behind them
 	NextRetry  time.Time // when the earliest of them is due
 	SentLast   int64     // rows accepted in the minute before At
@@ -60,12 +75,12 @@ func (s *Store) query(ctx context.Context, query string, scan func(*sql.Rows) er
 // so the sort that grouping needs covers only the rows past pending: before
 // sending starts it costs next to nothing.
 func (s *Store) Breakdown(ctx context.Context) (Report, error) {
-	r := Report{Skipped: map[string]int64{}}
+	r := Report{Skipped: map[campaign.SkipKind]int64{}}
 	bySender := map[string]*campaign.Counts{}
 	err := s.query(ctx, `
 		SELECT sender, status, '', COUNT(*) FROM recipients WHERE status = 'pending' GROUP BY sender
 		UNION ALL
-		SELECT sender, status, `+skipKindSQL+`, COUNT(*) FROM recipients WHERE status <> 'pending' GROUP BY 1, 2, 3`, func(rows *sql.Rows) error {
+		SELECT sender, status, COALESCE(skip_kind, ''), COUNT(*) FROM recipients WHERE status <> 'pending' GROUP BY 1, 2, 3`, func(rows *sql.Rows) error {
 		var sender, st, kind string
 		var n int64
 		if err := rows.Scan(&sender, &st, &kind, &n); err != nil {
@@ -79,7 +94,7 @@ func (s *Store) Breakdown(ctx context.Context) (Report, error) {
 		c.Add(campaign.Status(st), n)
 		r.Counts.Add(campaign.Status(st), n)
 		if st == string(campaign.Skipped) {
-			r.Skipped[kind] += n
+			r.Skipped[campaign.SkipKind(kind)] += n
 		}
 		return nil
 	})
@@ -143,15 +158,6 @@ func (s *Store) Report(ctx context.Context, now time.Time) (Report, error) {
 	return r, nil
 }
 
-// skipKindSQL groups skip reasons: "duplicate of row 12" counts as
-// duplicate, every "invalid phone number: …" as invalid.
-const skipKindSQL = `CASE WHEN status <> 'skipped' THEN ''
-	WHEN reason LIKE 'duplicate%' THEN 'duplicate'
-	WHEN reason LIKE 'invalid%' THEN 'invalid'
-	WHEN reason LIKE 'excluded%' THEN 'excluded'
-	WHEN reason LIKE 'no sender%' THEN 'no sender'
-	ELSE COALESCE(reason, 'unknown') END`
-
 // ExportRow is one recipient as `bulksend export` writes it.
 type ExportRow struct {
 	Row         int64
@@ -165,6 +171,7 @@ type ExportRow struct {
 	ErrorCode   int
 	ErrorTitle  string
 	Reason      string
+	AttemptedAt time.Time
 	SentAt      time.Time
 	DeliveredAt time.Time
 	ReadAt      time.Time
@@ -175,7 +182,7 @@ type ExportRow struct {
 func (s *Store) Export(ctx context.Context, fn func(ExportRow) error) error {
 	rows, err := s.db.QueryContext(ctx, `SELECT row, line, COALESCE(ext_id, ''), phone, sender, status, attempts,
 		COALESCE(wamid, ''), COALESCE(error_code, 0), COALESCE(error_title, ''), COALESCE(reason, ''),
-		sent_at, delivered_at, read_at, updated_at FROM recipients ORDER BY row`)
+		attempted_at, sent_at, delivered_at, read_at, updated_at FROM recipients ORDER BY row`)
 	if err != nil {
 		return fmt.Errorf("export: %w", err)
 	}
@@ -183,14 +190,14 @@ func (s *Store) Export(ctx context.Context, fn func(ExportRow) error) error {
 	for rows.Next() {
 		var r ExportRow
 		var st string
-		var sent, delivered, read sql.NullInt64
+		var attempted, sent, delivered, read sql.NullInt64
 		var updated int64
 		if err := rows.Scan(&r.Row, &r.Line, &r.ExtID, &r.Phone, &r.Sender, &st, &r.Attempts, &r.WAMID,
-			&r.ErrorCode, &r.ErrorTitle, &r.Reason, &sent, &delivered, &read, &updated); err != nil {
+			&r.ErrorCode, &r.ErrorTitle, &r.Reason, &attempted, &sent, &delivered, &read, &updated); err != nil {
 			return fmt.Errorf("export: %w", err)
 		}
 		r.Status = campaign.Status(st)
-		r.SentAt, r.DeliveredAt, r.ReadAt = fromMS(sent), fromMS(delivered), fromMS(read)
+		r.AttemptedAt, r.SentAt, r.DeliveredAt, r.ReadAt = fromMS(attempted), fromMS(sent), fromMS(delivered), fromMS(read)
 		r.UpdatedAt = time.UnixMilli(updated)
 		if err := fn(r); err != nil {
 			return err

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/bulksend/bulksend/internal/campaign"
+	"github.com/bulksend/bulksend/internal/engine"
+	"github.com/bulksend/bulksend/internal/reconcile"
 )
 
 func rowsOf(rows ...Row) func() (Row, error) {
@@ -67,7 +69,7 @@ func TestImportSkipsDuplicatesAndKeepsSettings(t *testing.T) {
 		{Row: 1, Line: 2, Phone: "+447700900001", Sender: "1"},
 		{Row: 2, Line: 3, Phone: "+447700900002", Sender: "1"},
 		{Row: 3, Line: 4, Phone: "+447700900001", Sender: "1"},
-		{Row: 4, Line: 5, Phone: "12ab", Sender: "1", Skip: "invalid phone: letters"},
+		{Row: 4, Line: 5, Phone: "12ab", Sender: "1", Skip: "invalid phone: letters", SkipKind: campaign.SkipInvalid},
 		{Row: 5, Line: 6, Phone: "+447700900001", Sender: "1"},
 	}
 	s := newStore(t, rows...)
@@ -136,16 +138,16 @@ func TestClaimRecordCycle(t *testing.T) {
 	if c, _ := s.Counts(ctx); c.Sending != 3 {
 		t.Fatalf("sending = %d, want 3 (claims must be committed before sending)", c.Sending)
 	}
-	err = s.Record(ctx, []Result{
-		{Row: 1, Outcome: OutcomeSent, WAMID: "wamid.1", At: now},
-		{Row: 2, Outcome: OutcomeRetry, Code: 131000, Title: "Something went wrong", NextAt: now.Add(time.Hour), At: now},
-		{Row: 3, Outcome: OutcomeRelease, At: now},
+	err = s.Record(ctx, []engine.Result{
+		{Row: 1, Outcome: engine.OutcomeSent, WAMID: "wamid.1", At: now},
+		{Row: 2, Outcome: engine.OutcomeRetry, Code: 131000, Title: "Something went wrong", NextAt: now.Add(time.Hour), At: now},
+		{Row: 3, Outcome: engine.OutcomeRelease, At: now},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// A result for a row no longer sending changes nothing.
-	if err := s.Record(ctx, []Result{{Row: 1, Outcome: OutcomeFailed, Code: 1, At: now}}); err != nil {
+	if err := s.Record(ctx, []engine.Result{{Row: 1, Outcome: engine.OutcomeFailed, Code: 1, At: now}}); err != nil {
 		t.Fatal(err)
 	}
 	next, err := s.Claim(ctx, "A", now, 10)
@@ -166,9 +168,9 @@ func TestClaimRecordCycle(t *testing.T) {
 	if err != nil || !ok || due.UnixMilli() != now.Add(time.Hour).UnixMilli() {
 		t.Fatalf("next due = %v %v %v", due, ok, err)
 	}
-	states, err := s.States(ctx, nil, []string{"wamid.1"})
-	if err != nil || states[1].Status != campaign.Sent {
-		t.Fatalf("states by wamid = %+v, %v", states, err)
+	states := map[int64]reconcile.Delivery{}
+	if err := s.Deliveries(ctx, nil, []string{"wamid.1"}, states); err != nil || states[1].Status != campaign.Sent {
+		t.Fatalf("deliveries by wamid = %+v, %v", states, err)
 	}
 }
 
@@ -178,11 +180,12 @@ func TestRecoverAndPolicies(t *testing.T) {
 		policy      campaign.Policy
 		maxAttempts int
 		want        campaign.Counts
+		result      campaign.PolicyResult
 	}{
-		{campaign.Hold, 5, campaign.Counts{Total: 3, InDoubt: 2, Pending: 1}},
-		{campaign.Resend, 5, campaign.Counts{Total: 3, Pending: 3}},
-		{campaign.Resend, 1, campaign.Counts{Total: 3, Failed: 2, Pending: 1}},
-		{campaign.Fail, 5, campaign.Counts{Total: 3, Failed: 2, Pending: 1}},
+		{campaign.Hold, 5, campaign.Counts{Total: 3, InDoubt: 2, Pending: 1}, campaign.PolicyResult{}},
+		{campaign.Resend, 5, campaign.Counts{Total: 3, Pending: 3}, campaign.PolicyResult{Resent: 2}},
+		{campaign.Resend, 1, campaign.Counts{Total: 3, Failed: 2, Pending: 1}, campaign.PolicyResult{LastAttempt: 2}},
+		{campaign.Fail, 5, campaign.Counts{Total: 3, Failed: 2, Pending: 1}, campaign.PolicyResult{Failed: 2}},
 	} {
 		t.Run(fmt.Sprintf("%s/max%d", tc.policy, tc.maxAttempts), func(t *testing.T) {
 			s := newStore(t, phones(3, "A")...)
@@ -195,11 +198,12 @@ func TestRecoverAndPolicies(t *testing.T) {
 				t.Fatalf("recovered %d, %v", n, err)
 			}
 			// Grace: a cutoff before the attempt leaves rows alone.
-			if n, _ := s.ApplyPolicy(ctx, tc.policy, now.Add(-2*time.Hour), now, tc.maxAttempts); n != 0 {
-				t.Fatalf("policy applied to %d rows attempted after the cutoff", n)
+			if r, err := s.ApplyPolicy(ctx, tc.policy, now.Add(-2*time.Hour), now, tc.maxAttempts); err != nil || r.Total() != 0 {
+				t.Fatalf("policy applied to %+v rows attempted after the cutoff (%v)", r, err)
 			}
-			if _, err := s.ApplyPolicy(ctx, tc.policy, now, now, tc.maxAttempts); err != nil {
-				t.Fatal(err)
+			r, err := s.ApplyPolicy(ctx, tc.policy, now, now, tc.maxAttempts)
+			if err != nil || r != tc.result {
+				t.Fatalf("policy result %+v (%v), want %+v", r, err, tc.result)
 			}
 			if c, _ := s.Counts(ctx); c != tc.want {
 				t.Fatalf("counts = %+v, want %+v", c, tc.want)
@@ -266,7 +270,7 @@ func TestImportWithAnOverfullFilter(t *testing.T) {
 		r := Row{Row: i, Line: int(i) + 1, Phone: phone, Sender: "1"}
 		switch {
 		case i%500 == 0:
-			r.Skip = "invalid phone: test" // never a first occurrence
+			r.Skip, r.SkipKind = "invalid phone: test", campaign.SkipInvalid // never a first occurrence
 			want[i] = r.Skip
 		case first[phone] != 0:
 			want[i] = fmt.Sprintf("duplicate of row %d", first[phone])
@@ -303,9 +307,9 @@ func TestLowerMaxAttemptsFailsExhaustedRows(t *testing.T) {
 		if err != nil || len(jobs) != 2 {
 			t.Fatalf("claim %d: %v %v", attempt, jobs, err)
 		}
-		if err := s.Record(ctx, []Result{
-			{Row: 1, Outcome: OutcomeRetry, Code: 131000, Title: "Something went wrong", NextAt: now, At: now},
-			{Row: 2, Outcome: OutcomeRelease, NextAt: now, At: now}, // no attempt spent
+		if err := s.Record(ctx, []engine.Result{
+			{Row: 1, Outcome: engine.OutcomeRetry, Code: 131000, Title: "Something went wrong", NextAt: now, At: now},
+			{Row: 2, Outcome: engine.OutcomeRelease, NextAt: now, At: now}, // no attempt spent
 		}); err != nil {
 			t.Fatal(err)
 		}
@@ -350,7 +354,7 @@ func TestImportKeepsEveryColumn(t *testing.T) {
 		case 1:
 			r.ExtID = fmt.Sprintf("id-%d", i)
 		case 2:
-			r.Skip = fmt.Sprintf("invalid phone: %d", i)
+			r.Skip, r.SkipKind = fmt.Sprintf("invalid phone: %d", i), campaign.SkipInvalid
 		}
 		rows = append(rows, r)
 	}

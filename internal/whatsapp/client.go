@@ -1,6 +1,6 @@
 // Package whatsapp is the Cloud API client: it turns a campaign.Message into
-// the wire request Meta documents, and Meta's answers into a wamid, an
-// *campaign.APIError, or an error that says whether the request left.
+// the wire request Meta documents, and Meta's answers into a wamid or a
+// *campaign.SendError classified by Meta's error-code table (errors.go).
 package whatsapp
 
 import (
@@ -113,13 +113,14 @@ type response struct {
 	} `json:"error"`
 }
 
-// Send posts m and returns its wamid. See campaign.Sender for the error
-// contract: whether the request was written decides between a safe retry
-// and ErrInDoubt.
+// Send posts m and returns its wamid. Every error is a
+// *campaign.SendError: an API answer is classified by its code (its Err is
+// an *APIError); otherwise whether the request was written decides between
+// NeverLeft (a safe retry) and Unanswered (in doubt).
 func (c *Client) Send(ctx context.Context, m campaign.Message) (string, error) {
 	body, err := json.Marshal(NewRequest(m))
 	if err != nil {
-		return "", fmt.Errorf("encode request: %w", err)
+		return "", neverLeft(fmt.Errorf("encode request: %w", err))
 	}
 	if c.Timeout > 0 {
 		var cancel context.CancelFunc
@@ -137,7 +138,7 @@ func (c *Client) Send(ctx context.Context, m campaign.Message) (string, error) {
 	url := strings.TrimRight(c.BaseURL, "/") + "/" + c.Version + "/" + m.From + "/messages"
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
-		return "", fmt.Errorf("build request: %w", err)
+		return "", neverLeft(fmt.Errorf("build request: %w", err))
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+c.Token)
@@ -153,7 +154,7 @@ func (c *Client) Send(ctx context.Context, m campaign.Message) (string, error) {
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	if err != nil {
 		// The API answered but the answer was lost: it may have accepted.
-		return "", fmt.Errorf("read response: %w: %w", scrub(err), campaign.ErrInDoubt)
+		return "", unanswered(fmt.Errorf("read response: %w", scrub(err)))
 	}
 	var r response
 	jerr := json.Unmarshal(raw, &r)
@@ -161,34 +162,44 @@ func (c *Client) Send(ctx context.Context, m campaign.Message) (string, error) {
 		return r.Messages[0].ID, nil
 	}
 	if jerr == nil && r.Error != nil {
-		return "", &campaign.APIError{
+		return "", (&APIError{
 			HTTPStatus: resp.StatusCode,
 			Code:       r.Error.Code,
 			Type:       r.Error.Type,
 			Message:    r.Error.Message,
 			Details:    r.Error.ErrorData.Details,
 			TraceID:    r.Error.TraceID,
-		}
+		}).sendError()
 	}
 	switch {
 	case resp.StatusCode == http.StatusOK:
 		// 200 without a wamid: accepted or not, we cannot tell.
-		return "", fmt.Errorf("HTTP 200 without a message id: %w", campaign.ErrInDoubt)
+		return "", unanswered(errors.New("HTTP 200 without a message id"))
 	case resp.StatusCode == http.StatusServiceUnavailable || resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode < 500:
 		// Refused by a front end before processing.
-		return "", &campaign.APIError{HTTPStatus: resp.StatusCode, Message: http.StatusText(resp.StatusCode)}
+		return "", (&APIError{HTTPStatus: resp.StatusCode, Message: http.StatusText(resp.StatusCode)}).sendError()
 	default:
 		// 500/502/504 without Meta's body: a gateway answered, the API may have accepted.
-		return "", fmt.Errorf("HTTP %d without an API error body: %w", resp.StatusCode, campaign.ErrInDoubt)
+		return "", unanswered(fmt.Errorf("HTTP %d without an API error body", resp.StatusCode))
 	}
 }
 
 func (c *Client) transportError(err error, wrote bool) error {
 	err = scrub(err)
 	if wrote {
-		return fmt.Errorf("%w: %w", err, campaign.ErrInDoubt)
+		return unanswered(err)
 	}
-	return fmt.Errorf("request not sent: %w", err)
+	return neverLeft(fmt.Errorf("request not sent: %w", err))
+}
+
+// unanswered is a request that was written and got no answer: in doubt.
+func unanswered(err error) *campaign.SendError {
+	err = fmt.Errorf("%w: request sent, no answer: outcome unknown", err)
+	return &campaign.SendError{Class: campaign.Unanswered, Title: err.Error(), Err: err}
+}
+
+func neverLeft(err error) *campaign.SendError {
+	return &campaign.SendError{Class: campaign.NeverLeft, Title: err.Error(), Err: err}
 }
 
 // scrub drops the method and URL that net/http puts around its errors: the

@@ -107,16 +107,20 @@ func TestSendErrors(t *testing.T) {
 			if strings.Contains(err.Error(), "secret-token") {
 				t.Fatalf("error leaks the token: %v", err)
 			}
-			if got := errors.Is(err, campaign.ErrInDoubt); got != tc.inDoubt {
+			var se *campaign.SendError
+			if !errors.As(err, &se) {
+				t.Fatalf("err = %v, want a *campaign.SendError", err)
+			}
+			if got := se.Class == campaign.Unanswered; got != tc.inDoubt {
 				t.Fatalf("in doubt = %v, want %v (%v)", got, tc.inDoubt, err)
 			}
 			if tc.wantCode >= 0 {
-				var ae *campaign.APIError
+				var ae *APIError
 				if !errors.As(err, &ae) {
 					t.Fatalf("err = %v, want *APIError", err)
 				}
-				if ae.Code != tc.wantCode || ae.Class() != tc.wantClass {
-					t.Fatalf("code %d class %v, want %d %v", ae.Code, ae.Class(), tc.wantCode, tc.wantClass)
+				if ae.Code != tc.wantCode || se.Class != tc.wantClass || se.Code != tc.wantCode || se.Title != ae.Title() {
+					t.Fatalf("code %d class %v title %q, want %d %v %q", se.Code, se.Class, se.Title, tc.wantCode, tc.wantClass, ae.Title())
 				}
 			}
 		})
@@ -132,10 +136,11 @@ func TestDialFailureIsNotInDoubt(t *testing.T) {
 	l.Close() // nothing listens there now
 	c := &Client{BaseURL: "http://" + addr, Version: "v23.0", Token: "t", HTTP: NewHTTPClient(1)}
 	_, err = c.Send(context.Background(), msg)
-	if err == nil || errors.Is(err, campaign.ErrInDoubt) {
+	var se *campaign.SendError
+	if !errors.As(err, &se) || se.Class != campaign.NeverLeft {
 		t.Fatalf("err = %v: a refused connection never carried the request", err)
 	}
-	var ae *campaign.APIError
+	var ae *APIError
 	if errors.As(err, &ae) {
 		t.Fatalf("err = %v is not an API answer", err)
 	}

@@ -23,7 +23,10 @@ type Row struct {
 	Phone  string // E.164, or as written when Skip is set
 	Sender string
 	Params []string
-	Skip   string // why the row will not be sent; "" to send it
+	// Skip says why the row will not be sent, "" to send it; SkipKind
+	// groups it and must be set with it.
+	Skip     string
+	SkipKind campaign.SkipKind
 
 	maybeRepeat bool // the duplicate filter has maybe seen Phone before
 }
@@ -91,8 +94,8 @@ func (s *Store) Import(ctx context.Context, next func() (Row, error), settings f
 		return 0, fmt.Errorf("import: %w", err)
 	}
 	defer common.close()
-	full, err := newMultiRow(ctx, tx, `INSERT INTO recipients(row, line, ext_id, phone, sender, params, status, reason, updated_at) VALUES `,
-		"(?,?,?,?,?,?,?,?,"+now+")", 8)
+	full, err := newMultiRow(ctx, tx, `INSERT INTO recipients(row, line, ext_id, phone, sender, params, status, reason, skip_kind, updated_at) VALUES `,
+		"(?,?,?,?,?,?,?,?,?,"+now+")", 9)
 	if err != nil {
 		return 0, fmt.Errorf("import: %w", err)
 	}
@@ -111,11 +114,14 @@ func (s *Store) Import(ctx context.Context, next func() (Row, error), settings f
 			}
 			params = appendParams(params[:0], r.Params)
 			if r.Skip != "" || r.ExtID != "" {
-				status, reason := string(campaign.Pending), sql.NullString{}
+				status := string(campaign.Pending)
 				if r.Skip != "" {
-					status, reason = string(campaign.Skipped), sql.NullString{String: r.Skip, Valid: true}
+					status = string(campaign.Skipped)
+					if r.SkipKind == "" {
+						return 0, fmt.Errorf("import row %d: skipped (%s) without a skip kind", r.Row, r.Skip)
+					}
 				}
-				if err := full.add(r.Row, r.Line, nullString(r.ExtID), r.Phone, r.Sender, string(params), status, reason); err != nil {
+				if err := full.add(r.Row, r.Line, nullString(r.ExtID), r.Phone, r.Sender, string(params), status, nullString(r.Skip), nullString(string(r.SkipKind))); err != nil {
 					return 0, fmt.Errorf("import row %d: %w", r.Row, err)
 				}
 				continue
@@ -169,7 +175,7 @@ func markDuplicates(ctx context.Context, tx *sql.Tx) error {
 			SELECT phone, row FROM recipients
 			WHERE status = 'pending' AND phone IN (SELECT phone FROM import_repeats)
 			ON CONFLICT(phone) DO UPDATE SET row = min(row, excluded.row);
-		UPDATE recipients SET status = 'skipped',
+		UPDATE recipients SET status = 'skipped', skip_kind = 'duplicate',
 			reason = 'duplicate of row ' || (SELECT f.row FROM import_firsts f WHERE f.phone = recipients.phone)
 			WHERE row IN (SELECT r.row FROM import_repeats r JOIN import_firsts f USING (phone) WHERE r.row > f.row);
 		DROP TABLE import_firsts;`)
@@ -281,50 +287,6 @@ func readAhead(next func() (Row, error)) (<-chan rowBatch, func()) {
 			}
 		})
 	}
-}
-
-// Exclude marks rows not yet sent whose phone is in the suppression list
-// skipped ("excluded"). next returns io.EOF after the last phone. It
-// returns how many rows it skipped.
-func (s *Store) Exclude(ctx context.Context, next func() (string, error)) (int64, error) {
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return 0, fmt.Errorf("exclude: %w", err)
-	}
-	defer tx.Rollback()
-	if _, err := tx.ExecContext(ctx, `CREATE TEMP TABLE IF NOT EXISTS excluded(phone TEXT PRIMARY KEY) WITHOUT ROWID; DELETE FROM excluded;`); err != nil {
-		return 0, fmt.Errorf("exclude: %w", err)
-	}
-	ins, err := tx.PrepareContext(ctx, `INSERT OR IGNORE INTO excluded(phone) VALUES(?)`)
-	if err != nil {
-		return 0, fmt.Errorf("exclude: %w", err)
-	}
-	defer ins.Close()
-	for {
-		p, err := next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return 0, err
-		}
-		if _, err := ins.ExecContext(ctx, p); err != nil {
-			return 0, fmt.Errorf("exclude: %w", err)
-		}
-	}
-	// A row with attempts behind it may have reached the recipient before:
-	// its reason says so, rather than claim it was never sent.
-	res, err := tx.ExecContext(ctx, `UPDATE recipients SET status = 'skipped',
-		reason = CASE WHEN attempts > 0 THEN 'excluded after an attempt with no answer' ELSE 'excluded' END, updated_at = ?
-		WHERE status = 'pending' AND phone IN (SELECT phone FROM excluded)`, ms(time.Now()))
-	if err != nil {
-		return 0, fmt.Errorf("exclude: %w", err)
-	}
-	n, _ := res.RowsAffected()
-	if _, err := tx.ExecContext(ctx, `DROP TABLE excluded`); err != nil {
-		return 0, fmt.Errorf("exclude: %w", err)
-	}
-	return n, tx.Commit()
 }
 
 // appendParams appends params as a JSON array of strings.

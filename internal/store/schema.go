@@ -1,0 +1,119 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+)
+
+// migrations[i] brings a checkpoint from schema version i to i+1; the
+// version is SQLite's PRAGMA user_version. A checkpoint on a user's disk
+// outlives the code that wrote it, so a migration that has shipped is
+// never edited: a change to the schema is a new migration at the end.
+var migrations = []string{
+	// 1: the first schema. Checkpoints of the first releases hold it with
+	// user_version 0, hence IF NOT EXISTS.
+	`CREATE TABLE IF NOT EXISTS meta (
+		key   TEXT PRIMARY KEY,
+		value TEXT NOT NULL
+	);
+	CREATE TABLE IF NOT EXISTS recipients (
+		row          INTEGER PRIMARY KEY, -- data row number, 1 for the first row after the header
+		line         INTEGER NOT NULL,    -- CSV line the row starts on
+		ext_id       TEXT,                -- the CSV's id column
+		phone        TEXT NOT NULL,       -- E.164, or as written when invalid
+		sender       TEXT NOT NULL,       -- sender phone-number ID
+		params       TEXT NOT NULL,       -- JSON array of body parameters
+		status       TEXT NOT NULL,
+		attempts     INTEGER NOT NULL DEFAULT 0,
+		next_at      INTEGER NOT NULL DEFAULT 0, -- pending rows are due from this instant
+		attempted_at INTEGER,
+		wamid        TEXT,
+		error_code   INTEGER,
+		error_title  TEXT,
+		reason       TEXT,                -- why a row was skipped
+		sent_at      INTEGER,
+		delivered_at INTEGER,
+		read_at      INTEGER,
+		updated_at   INTEGER NOT NULL
+	);
+	-- Partial indexes that no imported row enters: made with the table,
+	-- they cost the import nothing.
+	CREATE INDEX IF NOT EXISTS recipients_wamid ON recipients(wamid) WHERE wamid IS NOT NULL;
+	CREATE INDEX IF NOT EXISTS recipients_sending ON recipients(row) WHERE status = 'sending';
+	CREATE INDEX IF NOT EXISTS recipients_in_doubt ON recipients(row) WHERE status = 'in_doubt';`,
+
+	// 2: the kind of a skip reason, written with it (campaign.SkipKind),
+	// so that reports group by it rather than by the wording of reasons.
+	// Rows skipped before this had only the reason: their kind is read
+	// off its wording, once, here.
+	`ALTER TABLE recipients ADD COLUMN skip_kind TEXT;
+	UPDATE recipients SET skip_kind = CASE
+		WHEN reason LIKE 'duplicate%' THEN 'duplicate'
+		WHEN reason LIKE 'invalid%' THEN 'invalid'
+		WHEN reason LIKE 'excluded%' THEN 'excluded'
+		WHEN reason LIKE 'no sender%' THEN 'no sender'
+		ELSE COALESCE(reason, 'unknown') END
+	WHERE status = 'skipped';`,
+}
+
+// dueIndex orders each sender's pending rows for claims (an index ends with
+// the rowid, row, so ORDER BY next_at, row needs no sort). It is built after
+// the first import: building it once is much faster than keeping it up to
+// date during a million inserts. Phones have no index: duplicates are found
+// at import without one (see Import) and --exclude scans once per run.
+const dueIndex = `CREATE INDEX IF NOT EXISTS recipients_due ON recipients(sender, next_at) WHERE status = 'pending'`
+
+// schemaVersion is the schema this code writes and reads.
+var schemaVersion = len(migrations)
+
+// ErrNewerSchema refuses a checkpoint written by a newer bulksend: this
+// one cannot know what its columns mean.
+var ErrNewerSchema = errors.New("checkpoint written by a newer bulksend")
+
+// migrate brings db's schema to schemaVersion in one transaction: a
+// checkpoint is either migrated whole or left as it was.
+func migrate(ctx context.Context, db *sql.DB) error {
+	if v, err := userVersion(ctx, db); err != nil {
+		return err
+	} else if v == schemaVersion {
+		return nil // the common case takes no write lock
+	}
+	tx, err := db.BeginTx(ctx, nil) // BEGIN IMMEDIATE: one migrator at a time
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	defer tx.Rollback()
+	v, err := userVersion(ctx, tx) // again, under the lock: another process may have migrated
+	if err != nil {
+		return err
+	}
+	if v > schemaVersion {
+		return fmt.Errorf("%w: its schema is version %d, this bulksend knows up to %d", ErrNewerSchema, v, schemaVersion)
+	}
+	for i := v; i < schemaVersion; i++ {
+		if _, err := tx.ExecContext(ctx, migrations[i]); err != nil {
+			return fmt.Errorf("migrate schema to version %d: %w", i+1, err)
+		}
+	}
+	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", schemaVersion)); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	return nil
+}
+
+type queryer interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+func userVersion(ctx context.Context, q queryer) (int, error) {
+	var v int
+	if err := q.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&v); err != nil {
+		return 0, fmt.Errorf("read schema version: %w", err)
+	}
+	return v, nil
+}

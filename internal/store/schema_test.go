@@ -1,0 +1,130 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"path/filepath"
+	"testing"
+
+	"github.com/bulksend/bulksend/internal/campaign"
+)
+
+func rawDB(t *testing.T, path string) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("sqlite3", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+func version(t *testing.T, db *sql.DB) int {
+	t.Helper()
+	v, err := userVersion(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func TestNewCheckpointHasTheLatestSchema(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.db")
+	s, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if v := version(t, rawDB(t, path)); v != schemaVersion || v < 2 {
+		t.Fatalf("user_version = %d, want %d", v, schemaVersion)
+	}
+	s, err = Open(path) // opening again migrates nothing
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+}
+
+// TestMigrateFirstSchema opens a checkpoint as the first releases wrote
+// it (user_version 0, no skip_kind) and finds each skipped row's kind read
+// off its reason.
+func TestMigrateFirstSchema(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.db")
+	db := rawDB(t, path)
+	if _, err := db.Exec(migrations[0]); err != nil {
+		t.Fatal(err)
+	}
+	rows := []struct {
+		reason string
+		kind   campaign.SkipKind
+	}{
+		{"duplicate of row 1", campaign.SkipDuplicate},
+		{"invalid phone number: too short", campaign.SkipInvalid},
+		{"excluded", campaign.SkipExcluded},
+		{"excluded after an attempt with no answer", campaign.SkipExcluded},
+		{"no sender: the from column is empty and no --from was given", campaign.SkipNoSender},
+	}
+	for i, r := range rows {
+		if _, err := db.Exec(`INSERT INTO recipients(row, line, phone, sender, params, status, reason, updated_at) VALUES(?, ?, '+447700900001', 'A', '[]', 'skipped', ?, 0)`, i+1, i+2, r.reason); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := db.Exec(`INSERT INTO recipients(row, line, phone, sender, params, status, updated_at) VALUES(99, 100, '+447700900002', 'A', '[]', 'pending', 0)`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+
+	s, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for i, r := range rows {
+		var kind string
+		if err := s.db.QueryRow(`SELECT skip_kind FROM recipients WHERE row = ?`, i+1).Scan(&kind); err != nil || campaign.SkipKind(kind) != r.kind {
+			t.Errorf("row %d (%q): kind %q (%v), want %q", i+1, r.reason, kind, err, r.kind)
+		}
+	}
+	var kind sql.NullString
+	if err := s.db.QueryRow(`SELECT skip_kind FROM recipients WHERE row = 99`).Scan(&kind); err != nil || kind.Valid {
+		t.Errorf("pending row got a skip kind %v (%v)", kind, err)
+	}
+}
+
+func TestNewerSchemaIsRefused(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.db")
+	if _, err := rawDB(t, path).Exec(`PRAGMA user_version = 999`); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Open(path)
+	if !errors.Is(err, ErrNewerSchema) {
+		t.Fatalf("Open: %v, want ErrNewerSchema", err)
+	}
+	if v := version(t, rawDB(t, path)); v != 999 {
+		t.Fatalf("user_version changed to %d", v)
+	}
+}
+
+// TestFailedMigrationChangesNothing: migrations run in one transaction, so
+// a checkpoint is never left half migrated.
+func TestFailedMigrationChangesNothing(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.db")
+	if _, err := rawDB(t, path).Exec(migrations[0]); err != nil {
+		t.Fatal(err)
+	}
+	saved := migrations
+	defer func() { migrations, schemaVersion = saved, len(saved) }()
+	migrations = append(append([]string{}, saved...), `SELECT no_such_function()`)
+	schemaVersion = len(migrations)
+	if _, err := Open(path); err == nil {
+		t.Fatal("Open succeeded with a broken migration")
+	}
+	db := rawDB(t, path)
+	if v := version(t, db); v != 0 {
+		t.Fatalf("user_version = %d after a failed migration, want 0", v)
+	}
+	if _, err := db.Exec(`SELECT skip_kind FROM recipients`); err == nil {
+		t.Fatal("migration 2 stayed applied although a later one failed")
+	}
+}

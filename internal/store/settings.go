@@ -1,0 +1,80 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Settings are what the first run was given; later runs reuse them.
+type Settings struct {
+	CampaignID    string    `json:"campaign_id"`
+	Template      string    `json:"template"`
+	Lang          string    `json:"lang"`
+	Senders       []string  `json:"senders,omitempty"` // --from; empty when the CSV has a from column
+	Rate          float64   `json:"rate"`
+	Concurrency   int       `json:"concurrency"` // 0: derived from rate and latency
+	MaxAttempts   int       `json:"max_attempts"`
+	DefaultRegion string    `json:"default_region,omitempty"`
+	Params        []string  `json:"params"` // parameter column names
+	CSVHash       string    `json:"csv_sha256"`
+	CSVSize       int64     `json:"csv_size"`
+	CreatedAt     time.Time `json:"created_at"`
+}
+
+// ErrNoSettings means the checkpoint has not been set up by a first run.
+var ErrNoSettings = errors.New("checkpoint has no campaign yet")
+
+// Settings returns the stored settings, or ErrNoSettings.
+func (s *Store) Settings(ctx context.Context) (Settings, error) {
+	var st Settings
+	var v string
+	err := s.db.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = 'settings'`).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return st, ErrNoSettings
+	}
+	if err != nil {
+		return st, fmt.Errorf("read settings: %w", err)
+	}
+	if err := json.Unmarshal([]byte(v), &st); err != nil {
+		return st, fmt.Errorf("read settings: %w", err)
+	}
+	return st, nil
+}
+
+// SaveSettings stores st. Rows waiting for a retry that have already used
+// st.MaxAttempts (it was lowered) are failed in the same transaction, so a
+// lower limit never allows one more send. It returns how many it failed.
+func (s *Store) SaveSettings(ctx context.Context, st Settings) (int64, error) {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, fmt.Errorf("save settings: %w", err)
+	}
+	defer tx.Rollback()
+	if err := writeSettings(ctx, tx, st); err != nil {
+		return 0, err
+	}
+	res, err := tx.ExecContext(ctx, `UPDATE recipients SET status = 'failed', updated_at = ?2,
+		error_title = COALESCE(error_title, 'not sent') || ' (after ' || attempts || ' attempts; --max-attempts is now ' || ?1 || ')'
+		WHERE status = 'pending' AND attempts >= ?1`, st.MaxAttempts, ms(time.Now()))
+	if err != nil {
+		return 0, fmt.Errorf("save settings: %w", err)
+	}
+	n, _ := res.RowsAffected()
+	return n, tx.Commit()
+}
+
+func writeSettings(ctx context.Context, e execer, st Settings) error {
+	b, err := json.Marshal(st)
+	if err != nil {
+		return fmt.Errorf("write settings: %w", err)
+	}
+	_, err = e.ExecContext(ctx, `INSERT INTO meta(key, value) VALUES('settings', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value`, string(b))
+	if err != nil {
+		return fmt.Errorf("write settings: %w", err)
+	}
+	return nil
+}
