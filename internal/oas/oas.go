@@ -1,6 +1,8 @@
 // Package oas validates JSON documents against the schemas in Meta's own
 // OpenAPI description of the WhatsApp Business Messaging API
-// (meta-business-messaging-openapi_v23.0.yaml, kept in shared/reference).
+// (meta-business-messaging-openapi_v23.0.yaml). The repository carries an
+// unmodified copy in testdata/openapi, so its tests need nothing beside the
+// clone; only tests read it, and it is not part of the binary.
 //
 // It exists so that tests anywhere in the repository can check that what
 // bulksend sends, and what its sandbox answers, has the shape Meta documents,
@@ -30,9 +32,11 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -79,9 +83,11 @@ type loadOnce struct {
 }
 
 // Load finds and parses Meta's OpenAPI document. The path is $BULKSEND_OPENAPI
-// if set; otherwise Load walks up from the working directory and, at each
-// ancestor D, tries D/shared/reference/FileName (this covers both the local
-// layout, /work/main next to /work/shared, and CI, X/clone next to X/shared).
+// if set; otherwise Load walks up from the working directory to the root of
+// the bulksend module (the directory whose go.mod declares
+// github.com/bulksend/bulksend) and uses testdata/openapi/FileName there.
+// Tests run in their package's directory, so this finds the repository's own
+// copy from any package.
 //
 // Parsing the 1 MB document takes a moment, so the result is cached per path:
 // calling Load from every test is cheap. A missing document is an error
@@ -106,6 +112,10 @@ func Load() (*Spec, error) {
 	return l.spec, l.err
 }
 
+// modulePath identifies the repository's go.mod, so that a go.mod of some
+// other module (a nested one, or one above a vendored copy) is walked past.
+const modulePath = "github.com/bulksend/bulksend"
+
 func find() (string, error) {
 	if p := os.Getenv(EnvVar); p != "" {
 		if _, err := os.Stat(p); err != nil {
@@ -117,18 +127,60 @@ func find() (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("find %s: %w", FileName, err)
 	}
-	for dir := wd; ; {
-		p := filepath.Join(dir, "shared", "reference", FileName)
-		if _, err := os.Stat(p); err == nil {
-			return p, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			break
-		}
-		dir = parent
+	root, err := moduleRoot(wd)
+	if err != nil {
+		return "", err
 	}
-	return "", fmt.Errorf("%w: no shared/reference/%s above %s (set $%s to its path)", ErrNotFound, FileName, wd, EnvVar)
+	p := filepath.Join(root, "testdata", "openapi", FileName)
+	if _, err := os.Stat(p); err != nil {
+		return "", fmt.Errorf("%w: %w (set $%s to its path)", ErrNotFound, err, EnvVar)
+	}
+	return p, nil
+}
+
+// moduleRoot returns the nearest directory at or above dir whose go.mod
+// declares modulePath.
+func moduleRoot(dir string) (string, error) {
+	for d := dir; ; {
+		mod, err := modulePathOf(filepath.Join(d, "go.mod"))
+		if err != nil {
+			return "", err
+		}
+		if mod == modulePath {
+			return d, nil
+		}
+		parent := filepath.Dir(d)
+		if parent == d {
+			return "", fmt.Errorf("%w: no go.mod of module %s above %s (set $%s to its path)", ErrNotFound, modulePath, dir, EnvVar)
+		}
+		d = parent
+	}
+}
+
+// modulePathOf returns the path on the first module line of the go.mod file
+// at path, or "" if there is no such file or line.
+func modulePathOf(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("find %s: %w", FileName, err)
+	}
+	for line := range strings.Lines(string(b)) {
+		line, _, _ = strings.Cut(line, "//")
+		rest, ok := strings.CutPrefix(strings.TrimSpace(line), "module")
+		if !ok || rest == "" || (rest[0] != ' ' && rest[0] != '\t' && rest[0] != '"') {
+			continue // not the module directive (e.g. a "modulefoo" line)
+		}
+		rest = strings.TrimSpace(rest)
+		// go.mod allows the path to be quoted.
+		if unq, err := strconv.Unquote(rest); err == nil {
+			rest = unq
+		}
+		return rest, nil
+	}
+	return "", nil
 }
 
 // LoadFile parses the OpenAPI document at path, without caching.

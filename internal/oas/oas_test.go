@@ -2,6 +2,7 @@ package oas
 
 import (
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
@@ -11,7 +12,8 @@ import (
 )
 
 // load fails the test, never skips it, when the document is missing: a
-// checkout without shared/ must not silently stop checking conformance.
+// checkout without testdata/openapi must not silently stop checking
+// conformance.
 func load(t *testing.T) *Spec {
 	t.Helper()
 	s, err := Load()
@@ -47,17 +49,32 @@ func TestFind(t *testing.T) {
 			t.Errorf("Load() error = %v, want ErrNotFound", err)
 		}
 	})
-	t.Run("walk up from a CI clone", func(t *testing.T) {
-		// X/clone/internal/oas with the document at X/shared/reference.
-		x := t.TempDir()
-		ref := filepath.Join(x, "shared", "reference")
-		wd := filepath.Join(x, "clone", "internal", "oas")
-		for _, d := range []string{ref, wd} {
+	t.Run("repository copy", func(t *testing.T) {
+		// Tests run in the package directory, two levels below the root.
+		t.Setenv(EnvVar, "")
+		want, err := filepath.Abs(filepath.Join("..", "..", "testdata", "openapi", FileName))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := find()
+		if err != nil || got != want {
+			t.Errorf("find() = %q, %v; want %q", got, err, want)
+		}
+	})
+	t.Run("walk up to the module root", func(t *testing.T) {
+		// root/internal/oas, with a go.mod of another module in between
+		// that must be walked past.
+		root := t.TempDir()
+		wd := filepath.Join(root, "internal", "oas")
+		dir := filepath.Join(root, "testdata", "openapi")
+		for _, d := range []string{wd, dir} {
 			if err := os.MkdirAll(d, 0o755); err != nil {
 				t.Fatal(err)
 			}
 		}
-		want := filepath.Join(ref, FileName)
+		writeFile(t, filepath.Join(root, "go.mod"), "// bulksend\nmodule github.com/bulksend/bulksend // the CLI\n\ngo 1.26\n")
+		writeFile(t, filepath.Join(root, "internal", "go.mod"), "module github.com/bulksend/bulksend/internal\n")
+		want := filepath.Join(dir, FileName)
 		if err := os.Symlink(real, want); err != nil {
 			t.Fatal(err)
 		}
@@ -68,13 +85,30 @@ func TestFind(t *testing.T) {
 			t.Errorf("find() = %q, %v; want %q", got, err, want)
 		}
 	})
+	t.Run("module root without the document", func(t *testing.T) {
+		root := t.TempDir()
+		writeFile(t, filepath.Join(root, "go.mod"), "module \"github.com/bulksend/bulksend\"\n")
+		t.Setenv(EnvVar, "")
+		t.Chdir(root)
+		if _, err := find(); !errors.Is(err, ErrNotFound) || !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("find() error = %v, want ErrNotFound and fs.ErrNotExist", err)
+		}
+	})
 	t.Run("not found", func(t *testing.T) {
+		// No go.mod of the module above a fresh temporary directory.
 		t.Setenv(EnvVar, "")
 		t.Chdir(t.TempDir())
 		if _, err := find(); !errors.Is(err, ErrNotFound) {
 			t.Errorf("find() error = %v, want ErrNotFound", err)
 		}
 	})
+}
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // TestAllComponentsCompile shows that Meta's document needs no
