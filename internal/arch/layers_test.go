@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -172,20 +171,9 @@ var goList = sync.OnceValues(func() ([]listed, error) {
 	}
 })
 
-// goBinary is the go of the toolchain that built this test, so the graph
-// is the one this test was compiled against; PATH if that is unknown
-// (runtime.GOROOT is empty in -trimpath builds).
+// goBinary is the go command: go test puts its toolchain's bin first on
+// PATH, so the graph is the one this test was compiled against.
 func goBinary() (string, error) {
-	if root := runtime.GOROOT(); root != "" {
-		exe := "go"
-		if runtime.GOOS == "windows" {
-			exe += ".exe"
-		}
-		p := filepath.Join(root, "bin", exe)
-		if _, err := os.Stat(p); err == nil {
-			return p, nil
-		}
-	}
 	p, err := exec.LookPath("go")
 	if err != nil {
 		return "", fmt.Errorf("finding the go command: %w", err)
