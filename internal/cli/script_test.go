@@ -39,6 +39,10 @@ func TestMain(m *testing.M) {
 // TestScripts runs the end-to-end behaviours in testdata/script, one
 // script per behaviour.
 func TestScripts(t *testing.T) {
+	fixtures, err := filepath.Abs(filepath.Join("..", "..", "testdata", "checkpoint"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	testscript.Run(t, testscript.Params{
 		Dir: filepath.Join("..", "..", "testdata", "script"),
 		Setup: func(env *testscript.Env) error {
@@ -54,6 +58,7 @@ func TestScripts(t *testing.T) {
 			"sqlcount":  cmdSQLCount,
 			"exitcode":  cmdExitCode,
 			"savecount": cmdSaveCount,
+			"fixture":   cmdFixture(fixtures),
 		},
 	})
 }
@@ -118,6 +123,22 @@ func cmdSandbox(ts *testscript.TestScript, neg bool, args []string) {
 	})
 	ts.Setenv("BULKSEND_API_URL", srv.URL)
 	ts.Setenv("WHATSAPP_TOKEN", "test-token")
+}
+
+// fixture VERSION copies the checkpoint fixture of that schema version
+// (testdata/checkpoint) into the script's directory as campaign.csv,
+// campaign.bulksend.db and VERSION.export.csv, its export when written.
+func cmdFixture(dir string) func(ts *testscript.TestScript, neg bool, args []string) {
+	return func(ts *testscript.TestScript, neg bool, args []string) {
+		if len(args) != 1 || neg {
+			ts.Fatalf("usage: fixture VERSION")
+		}
+		for from, to := range map[string]string{".csv": "campaign.csv", ".checkpoint.db": "campaign.bulksend.db", ".export.csv": args[0] + ".export.csv"} {
+			b, err := os.ReadFile(filepath.Join(dir, args[0]+from))
+			ts.Check(err)
+			ts.Check(os.WriteFile(ts.MkAbs(to), b, 0o600))
+		}
+	}
 }
 
 // gencsv FILE N writes a campaign CSV of N recipients with two parameters.

@@ -4,7 +4,10 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
+	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/bulksend/bulksend/internal/campaign"
@@ -126,5 +129,78 @@ func TestFailedMigrationChangesNothing(t *testing.T) {
 	}
 	if _, err := db.Exec(`SELECT skip_kind FROM recipients`); err == nil {
 		t.Fatal("migration 2 stayed applied although a later one failed")
+	}
+}
+
+// TestMigrateFixture migrates a checkpoint written by the first release
+// that had no schema version (testdata/checkpoint): every column of every
+// row and the settings read back as they were, and each skipped row gains
+// its kind.
+func TestMigrateFixture(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "testdata", "checkpoint", "v0.checkpoint.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "c.db")
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dump := func(db *sql.DB) []string {
+		rows, err := db.Query(`SELECT * FROM recipients ORDER BY row`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		cols, _ := rows.Columns()
+		var out []string
+		for rows.Next() {
+			vals := make([]any, len(cols))
+			ptrs := make([]any, len(cols))
+			for i := range vals {
+				ptrs[i] = &vals[i]
+			}
+			if err := rows.Scan(ptrs...); err != nil {
+				t.Fatal(err)
+			}
+			line := ""
+			for i, c := range cols {
+				if c != "skip_kind" {
+					line += fmt.Sprintf("%s=%v ", c, vals[i])
+				}
+			}
+			out = append(out, line)
+		}
+		return out
+	}
+	old := rawDB(t, path)
+	if v := version(t, old); v != 0 {
+		t.Fatalf("fixture user_version = %d, want 0", v)
+	}
+	before := dump(old)
+	var settings string
+	if err := old.QueryRow(`SELECT value FROM meta WHERE key = 'settings'`).Scan(&settings); err != nil {
+		t.Fatal(err)
+	}
+	old.Close()
+
+	s, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if v := version(t, s.db); v != schemaVersion {
+		t.Fatalf("user_version = %d after migration, want %d", v, schemaVersion)
+	}
+	after := dump(s.db)
+	if !slices.Equal(before, after) || len(before) != 41 {
+		t.Fatalf("rows changed by the migration:\nbefore %q\nafter  %q", before, after)
+	}
+	var now string
+	if err := s.db.QueryRow(`SELECT value FROM meta WHERE key = 'settings'`).Scan(&now); err != nil || now != settings {
+		t.Fatalf("settings %q (%v), want %q", now, err, settings)
+	}
+	var missing int
+	if err := s.db.QueryRow(`SELECT COUNT(*) FROM recipients WHERE (status = 'skipped') <> (skip_kind IS NOT NULL)`).Scan(&missing); err != nil || missing != 0 {
+		t.Fatalf("%d rows with a skip kind that does not match their status (%v)", missing, err)
 	}
 }
