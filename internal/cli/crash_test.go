@@ -302,12 +302,11 @@ func TestInterruptDrains(t *testing.T) {
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
+			exited := waitChild(cmd)
 			// Interrupt once requests are in flight.
-			for r.sb.Stats().Requests < 50 {
-				time.Sleep(5 * time.Millisecond)
-			}
+			until(t, exited, &stderr, "50 requests", func() bool { return r.sb.Stats().Requests >= 50 })
 			cmd.Process.Signal(sig)
-			err := cmd.Wait()
+			err := <-exited
 			if code := exitCodeOf(err); code != ExitUnfinished {
 				t.Fatalf("exit %d, want %d\n%s", code, ExitUnfinished, stderr.String())
 			}
@@ -344,14 +343,13 @@ func TestSecondInterruptAborts(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	for r.sb.Stats().Requests < 10 {
-		time.Sleep(5 * time.Millisecond)
-	}
+	exited := waitChild(cmd)
+	until(t, exited, &stderr, "10 requests", func() bool { return r.sb.Stats().Requests >= 10 })
 	start := time.Now()
 	cmd.Process.Signal(syscall.SIGINT)
 	time.Sleep(100 * time.Millisecond) // let the first signal land before the second
 	cmd.Process.Signal(syscall.SIGINT)
-	err := cmd.Wait()
+	err := <-exited
 	if code := exitCodeOf(err); code != ExitUnfinished {
 		t.Fatalf("exit %d, want %d\n%s", code, ExitUnfinished, stderr.String())
 	}
@@ -364,6 +362,88 @@ func TestSecondInterruptAborts(t *testing.T) {
 	// The rows in flight are in doubt for the next run, not lost.
 	if c := r.counts(); c.Sending == 0 {
 		t.Fatalf("after abort: %+v: expected rows left sending", c)
+	}
+}
+
+// waitChild waits for cmd, started, in the background: its exit arrives
+// on the channel.
+func waitChild(cmd *exec.Cmd) <-chan error {
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	return exited
+}
+
+// until polls cond until it holds. It fails the test if the child exits
+// first, showing its stderr (read only once the child is gone), or if
+// cond does not hold within a deadline.
+func until(t *testing.T, exited <-chan error, stderr fmt.Stringer, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.After(30 * time.Second)
+	for !cond() {
+		select {
+		case err := <-exited:
+			t.Fatalf("the child exited (%v) before %s:\n%s", err, what, stderr)
+		case <-deadline:
+			t.Fatalf("no %s within 30 s", what)
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+// TestInterruptReconcile: Ctrl-C stops a reconcile with exit 3, like a
+// run, even while it waits for a log that has not ended (stdin).
+func TestInterruptReconcile(t *testing.T) {
+	r := newRig(t, 50, sandbox.Config{Seed: 5, Rate: 1000, PairInterval: -1})
+	if out, err := r.command(runArgs...).CombinedOutput(); exitCodeOf(err) != ExitOK {
+		t.Fatalf("run: %v\n%s", err, out)
+	}
+	cmd := r.command("reconcile", "campaign.csv", "-", "--log-level", "debug")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stdin.Close()
+	pipe, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var stderr syncBuffer
+	reading := make(chan struct{})
+	scanned := make(chan struct{})
+	go func() {
+		defer close(scanned)
+		once := sync.OnceFunc(func() { close(reading) })
+		sc := bufio.NewScanner(pipe)
+		for sc.Scan() {
+			stderr.Write(append(sc.Bytes(), '\n'))
+			if strings.Contains(sc.Text(), "reading webhook log") {
+				once()
+			}
+		}
+		once()
+	}()
+	select {
+	case <-reading:
+	case <-time.After(30 * time.Second):
+		t.Fatal("reconcile never started reading")
+	}
+	cmd.Process.Signal(syscall.SIGINT)
+	exited := make(chan error, 1)
+	go func() { <-scanned; exited <- cmd.Wait() }()
+	select {
+	case err := <-exited:
+		if code := exitCodeOf(err); code != ExitUnfinished {
+			t.Fatalf("exit %d, want %d\n%s", code, ExitUnfinished, stderr.String())
+		}
+	case <-time.After(10 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("reconcile did not stop on an interrupt")
+	}
+	if !strings.Contains(stderr.String(), "stopping") || !strings.Contains(stderr.String(), "run the same command again") {
+		t.Errorf("stderr:\n%s", stderr.String())
 	}
 }
 

@@ -149,13 +149,29 @@ func runReconcile(ctx context.Context, ios *IO, o *reconcileOptions, log *slog.L
 // readLog applies the webhook log at path ("-": stdin, gzip detected).
 // Each log is opened only when its turn comes.
 func readLog(ctx context.Context, rc *reconcile.Reconciler, path string, stdin io.Reader, log *slog.Logger) error {
-	f, err := webhook.Open(path, stdin)
-	if err != nil {
-		return err
-	}
-	defer f.Close() // read only: its close error says nothing
 	log.Debug("reading webhook log", "path", path)
-	return rc.Read(ctx, path, webhook.Statuses(webhook.NewReader(f)))
+	// Open reads the first bytes (to detect gzip): on stdin that may wait
+	// for a writer, and an interrupt must not.
+	type opened struct {
+		f   io.ReadCloser
+		err error
+	}
+	ch := make(chan opened, 1)
+	go func() {
+		f, err := webhook.Open(path, stdin)
+		ch <- opened{f, err}
+	}()
+	var o opened
+	select {
+	case o = <-ch:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	if o.err != nil {
+		return o.err
+	}
+	defer o.f.Close() // read only: its close error says nothing
+	return rc.Read(ctx, path, webhook.Statuses(webhook.NewReader(o.f)))
 }
 
 func printReconcile(ios *IO, s reconcile.Summary, c campaign.Counts) {
