@@ -176,43 +176,20 @@ func TestKillResume(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	kills := 0
 	for i := 0; i < 40; i++ {
-		cmd := r.command(append(runArgs, "--log-level", "info")...)
-		pipe, err := cmd.StderrPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
 		// The kill clock starts when sending starts, whatever the import took.
-		var stderr syncBuffer
-		sending := make(chan struct{})
-		scanned := make(chan struct{})
-		go func() {
-			defer close(scanned)
-			sc := bufio.NewScanner(pipe)
-			once := sync.OnceFunc(func() { close(sending) })
-			for sc.Scan() {
-				stderr.Write(append(sc.Bytes(), '\n'))
-				if strings.Contains(sc.Text(), "msg=sending") {
-					once()
-				}
-			}
-			once()
-		}()
-		done := make(chan error, 1)
-		go func() { <-scanned; done <- cmd.Wait() }()
-		<-sending
+		cmd := r.command(append(runArgs, "--log-level", "info")...)
+		w := startWatched(t, cmd, "msg=sending")
+		<-w.seen
 		wait := time.Duration(50+rng.IntN(600)) * time.Millisecond
 		select {
-		case err := <-done:
+		case err := <-w.exited:
 			code := exitCodeOf(err)
 			if code != ExitOK && code != ExitUnfinished {
-				t.Fatalf("run %d: exit %d\n%s", i, code, stderr.String())
+				t.Fatalf("run %d: exit %d\n%s", i, code, w.stderr.String())
 			}
 		case <-time.After(wait):
 			cmd.Process.Signal(syscall.SIGKILL)
-			<-done
+			<-w.exited
 			kills++
 			continue
 		}
@@ -365,6 +342,39 @@ func TestSecondInterruptAborts(t *testing.T) {
 	}
 }
 
+// watched is a child whose stderr is read line by line as it comes.
+type watched struct {
+	stderr *syncBuffer
+	seen   chan struct{} // closed when a line holds the marker, or at exit
+	exited chan error    // its exit, once its stderr is read to the end
+}
+
+// startWatched starts cmd, watching its stderr for marker.
+func startWatched(t *testing.T, cmd *exec.Cmd, marker string) *watched {
+	t.Helper()
+	pipe, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	w := &watched{stderr: &syncBuffer{}, seen: make(chan struct{}), exited: make(chan error, 1)}
+	go func() {
+		once := sync.OnceFunc(func() { close(w.seen) })
+		sc := bufio.NewScanner(pipe)
+		for sc.Scan() {
+			w.stderr.Write(append(sc.Bytes(), '\n'))
+			if strings.Contains(sc.Text(), marker) {
+				once()
+			}
+		}
+		once()
+		w.exited <- cmd.Wait()
+	}()
+	return w
+}
+
 // waitChild waits for cmd, started, in the background: its exit arrives
 // on the channel.
 func waitChild(cmd *exec.Cmd) <-chan error {
@@ -398,52 +408,29 @@ func TestInterruptReconcile(t *testing.T) {
 		t.Fatalf("run: %v\n%s", err, out)
 	}
 	cmd := r.command("reconcile", "campaign.csv", "-", "--log-level", "debug")
-	stdin, err := cmd.StdinPipe()
+	stdin, err := cmd.StdinPipe() // held open, never written: the log has not ended
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer stdin.Close()
-	pipe, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var stderr syncBuffer
-	reading := make(chan struct{})
-	scanned := make(chan struct{})
-	go func() {
-		defer close(scanned)
-		once := sync.OnceFunc(func() { close(reading) })
-		sc := bufio.NewScanner(pipe)
-		for sc.Scan() {
-			stderr.Write(append(sc.Bytes(), '\n'))
-			if strings.Contains(sc.Text(), "reading webhook log") {
-				once()
-			}
-		}
-		once()
-	}()
+	c := startWatched(t, cmd, "reading webhook log")
 	select {
-	case <-reading:
+	case <-c.seen:
 	case <-time.After(30 * time.Second):
 		t.Fatal("reconcile never started reading")
 	}
 	cmd.Process.Signal(syscall.SIGINT)
-	exited := make(chan error, 1)
-	go func() { <-scanned; exited <- cmd.Wait() }()
 	select {
-	case err := <-exited:
+	case err := <-c.exited:
 		if code := exitCodeOf(err); code != ExitUnfinished {
-			t.Fatalf("exit %d, want %d\n%s", code, ExitUnfinished, stderr.String())
+			t.Fatalf("exit %d, want %d\n%s", code, ExitUnfinished, c.stderr.String())
 		}
 	case <-time.After(10 * time.Second):
 		cmd.Process.Kill()
 		t.Fatal("reconcile did not stop on an interrupt")
 	}
-	if !strings.Contains(stderr.String(), "stopping") || !strings.Contains(stderr.String(), "run the same command again") {
-		t.Errorf("stderr:\n%s", stderr.String())
+	if out := c.stderr.String(); !strings.Contains(out, "stopping") || !strings.Contains(out, "run the same command again") {
+		t.Errorf("stderr:\n%s", out)
 	}
 }
 
