@@ -99,7 +99,7 @@ func BenchmarkNormalize(b *testing.B) {
 	b.Run("fast", func(b *testing.B) {
 		b.ReportAllocs()
 		for i := range b.N {
-			if _, err := Normalize(nums[i%len(nums)], ""); err != nil {
+			if _, err := normalize(nums[i%len(nums)], ""); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -116,7 +116,7 @@ func BenchmarkNormalize(b *testing.B) {
 		b.ReportAllocs()
 		for i := range b.N {
 			n := nums[(i*4+1)%len(nums)]
-			if _, err := Normalize("0"+strings.TrimPrefix(n, "+44"), "GB"); err != nil {
+			if _, err := normalize("0"+strings.TrimPrefix(n, "+44"), "GB"); err != nil {
 				b.Fatal(err)
 			}
 		}

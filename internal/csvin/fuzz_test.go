@@ -90,8 +90,8 @@ func FuzzReader(f *testing.F) {
 				if !isE164(rec.Phone) {
 					t.Fatalf("line %d: Phone %q is not E.164", rec.Line, rec.Phone)
 				}
-				if again, err := Normalize(rec.Phone, ""); again != rec.Phone {
-					t.Fatalf("line %d: Normalize(%q) = %q, %v", rec.Line, rec.Phone, again, err)
+				if again, err := normalize(rec.Phone, ""); again != rec.Phone {
+					t.Fatalf("line %d: normalize(%q) = %q, %v", rec.Line, rec.Phone, again, err)
 				}
 			}
 			if rec.RawPhone != strings.TrimSpace(rec.RawPhone) {
@@ -119,21 +119,21 @@ func FuzzNormalize(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, raw string, region uint8) {
 		reg := fuzzRegion(region)
-		out, err := Normalize(raw, reg)
+		out, err := normalize(raw, reg)
 		if err != nil {
 			if !errors.Is(err, ErrInvalidPhone) {
-				t.Fatalf("Normalize(%q, %q): %v does not wrap ErrInvalidPhone", raw, reg, err)
+				t.Fatalf("normalize(%q, %q): %v does not wrap ErrInvalidPhone", raw, reg, err)
 			}
 			if out != "" {
-				t.Fatalf("Normalize(%q, %q) = %q with error %v", raw, reg, out, err)
+				t.Fatalf("normalize(%q, %q) = %q with error %v", raw, reg, out, err)
 			}
 		} else {
 			if !isE164(out) {
-				t.Fatalf("Normalize(%q, %q) = %q, not E.164", raw, reg, out)
+				t.Fatalf("normalize(%q, %q) = %q, not E.164", raw, reg, out)
 			}
 			for _, r := range []string{"", reg, "US"} {
-				if again, err := Normalize(out, r); again != out {
-					t.Fatalf("Normalize(%q, %q) = %q; Normalize(%q, %q) = %q, %v", raw, reg, out, out, r, again, err)
+				if again, err := normalize(out, r); again != out {
+					t.Fatalf("normalize(%q, %q) = %q; normalize(%q, %q) = %q, %v", raw, reg, out, out, r, again, err)
 				}
 			}
 		}

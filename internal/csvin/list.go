@@ -28,7 +28,7 @@ type ListReader struct {
 }
 
 // NewListReader returns a ListReader reading r, with region as in
-// Normalize. Problems with region or the start of r are returned by the
+// normalizer. Problems with region or the start of r are returned by the
 // first call to Next.
 func NewListReader(r io.Reader, region string) *ListReader {
 	l := &ListReader{col: -1}

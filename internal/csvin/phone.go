@@ -45,11 +45,12 @@ const (
 // prefix such as 0011. Anything longer is refused before parsing.
 const maxDigits = 24
 
-// Normalize returns raw as an E.164 number ("+447400123456"), or an error
-// wrapping ErrInvalidPhone whose text says why in a few words ("invalid phone
-// number: too short"). region is an ISO 3166 alpha-2 code (any case) used for
-// numbers written without a country code; with region "" every number must
-// carry one.
+// A normalizer turns phones as written into E.164 numbers
+// ("+447400123456"). Its normalize returns an error wrapping
+// ErrInvalidPhone whose text says why in a few words ("invalid phone
+// number: too short"). The region (an ISO 3166 alpha-2 code, any case,
+// given to newNormalizer) is used for numbers written without a country
+// code; with region "" every number must carry one.
 //
 // Spaces (including no-break and thin spaces), dashes, dots, slashes and
 // parentheses are ignored; any other character, letters in particular (so
@@ -66,18 +67,8 @@ const maxDigits = 24
 // '+' or "00": "447400123456" in US is refused rather than guessed at.
 //
 // The result must be a number phonenumbers considers valid (IsValidNumber),
-// not merely of a possible length. Normalize is idempotent: a returned number
+// not merely of a possible length. normalize is idempotent: a returned number
 // normalizes to itself under any region. It is safe for concurrent use.
-func Normalize(raw, region string) (string, error) {
-	n, err := newNormalizer(region)
-	if err != nil {
-		return "", err
-	}
-	return n.normalize(raw)
-}
-
-// normalizer is Normalize with the region already checked, for readers that
-// normalize many numbers.
 type normalizer struct {
 	region string // upper case; "" for none
 }

@@ -84,10 +84,10 @@ func TestNormalize(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := Normalize(tt.raw, tt.region)
+			got, err := normalize(tt.raw, tt.region)
 			if tt.wantErr != "" {
 				if err == nil {
-					t.Fatalf("Normalize(%q, %q) = %q, want error %q", tt.raw, tt.region, got, tt.wantErr)
+					t.Fatalf("normalize(%q, %q) = %q, want error %q", tt.raw, tt.region, got, tt.wantErr)
 				}
 				if err.Error() != tt.wantErr {
 					t.Errorf("error = %q, want %q", err, tt.wantErr)
@@ -101,11 +101,11 @@ func TestNormalize(t *testing.T) {
 				return
 			}
 			if err != nil || got != tt.want {
-				t.Fatalf("Normalize(%q, %q) = %q, %v; want %q", tt.raw, tt.region, got, err, tt.want)
+				t.Fatalf("normalize(%q, %q) = %q, %v; want %q", tt.raw, tt.region, got, err, tt.want)
 			}
 			for _, region := range []string{"", tt.region, "US", "IN"} {
-				if again, err := Normalize(got, region); again != got || err != nil {
-					t.Errorf("Normalize(%q, %q) = %q, %v; not idempotent", got, region, again, err)
+				if again, err := normalize(got, region); again != got || err != nil {
+					t.Errorf("normalize(%q, %q) = %q, %v; not idempotent", got, region, again, err)
 				}
 			}
 		})
@@ -115,7 +115,7 @@ func TestNormalize(t *testing.T) {
 func TestNormalizeUnknownRegion(t *testing.T) {
 	for _, region := range []string{"XX", "UK", "001", "GBR", "G"} {
 		t.Run(region, func(t *testing.T) {
-			_, err := Normalize("+447400123456", region)
+			_, err := normalize("+447400123456", region)
 			if !errors.Is(err, ErrUnknownRegion) {
 				t.Fatalf("err = %v, want ErrUnknownRegion", err)
 			}

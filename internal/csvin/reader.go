@@ -72,7 +72,7 @@ func (e *LineError) Unwrap() error { return e.Err }
 type Options struct {
 	// DefaultRegion is an ISO 3166 alpha-2 code ("GB"), any case, for numbers
 	// written without a country code ("07400 123456"). Empty means every
-	// number must carry one, though not necessarily a '+' (see Normalize).
+	// number must carry one, though not necessarily a '+' (see normalizer).
 	DefaultRegion string
 }
 
@@ -261,9 +261,6 @@ func (rd *Reader) Params() []string { return slices.Clone(rd.params) }
 
 // HasFrom reports whether the file has a "from" column.
 func (rd *Reader) HasFrom() bool { return rd.from >= 0 }
-
-// HasID reports whether the file has an "id" column.
-func (rd *Reader) HasID() bool { return rd.id >= 0 }
 
 // Next returns the next data row, or io.EOF after the last. Rows whose cells
 // are all empty (spreadsheets write them as ",,,") are skipped; blank lines

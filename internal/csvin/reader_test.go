@@ -70,8 +70,8 @@ func TestNewReaderHeader(t *testing.T) {
 				if !reflect.DeepEqual(r.Params(), tt.wantParams) {
 					t.Errorf("Params() = %q, want %q", r.Params(), tt.wantParams)
 				}
-				if r.HasFrom() != tt.wantFrom || r.HasID() != tt.wantID {
-					t.Errorf("HasFrom, HasID = %v, %v; want %v, %v", r.HasFrom(), r.HasID(), tt.wantFrom, tt.wantID)
+				if r.HasFrom() != tt.wantFrom || (r.id >= 0) != tt.wantID {
+					t.Errorf("from, id columns = %v, %v; want %v, %v", r.HasFrom(), r.id >= 0, tt.wantFrom, tt.wantID)
 				}
 				return
 			}

@@ -50,7 +50,7 @@ func TestSampleNumber(t *testing.T) {
 		if raceEnabled && i%17 != 0 {
 			// Normalize's validity agrees with phonenumbers (see
 			// TestFastPathMatchesLibrary), and is ten times faster.
-			if got, err := Normalize(s, ""); got != s {
+			if got, err := normalize(s, ""); got != s {
 				t.Fatalf("SampleNumber(%d) = %q: Normalize = %q, %v", i, s, got, err)
 			}
 		} else {
