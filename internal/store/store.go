@@ -242,8 +242,3 @@ func (s *Store) Counts(ctx context.Context) (campaign.Counts, error) {
 	}
 	return c, nil
 }
-
-// placeholders returns rows groups of n "?", as "(?,?),(?,?)".
-func placeholders(rows, n int) string {
-	return placeholdersWith(rows, "("+strings.TrimSuffix(strings.Repeat("?,", n), ",")+")")
-}
