@@ -1,17 +1,24 @@
 # bulksend — see README.md. `make test` is what CI runs.
 GO      ?= go
+GOFMT   ?= gofmt
 BIN     ?= bulksend
 DEMO    ?= demo
 
-.PHONY: build test test-short demo bench fuzz vet clean
+.PHONY: build test lint test-short demo bench fuzz vet clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/bulksend
 
 # The test command: README.md and .ci/run use exactly this.
-test:
-	$(GO) vet ./...
+test: lint
 	$(GO) test -race -count=1 ./...
+
+# gofmt, go vet and staticcheck (pinned by go.mod's tool line).
+lint:
+	@unformatted="$$($(GOFMT) -l .)"; if [ -n "$$unformatted" ]; then \
+		echo "gofmt: these files need gofmt -w:" >&2; echo "$$unformatted" >&2; exit 1; fi
+	$(GO) vet ./...
+	$(GO) tool staticcheck ./...
 
 test-short:
 	$(GO) test -short ./...

@@ -198,7 +198,7 @@ that a crash, a Ctrl-C or an API outage never sends a message twice or skips one
 		}
 		return nil, usagef("", "invalid --log-format %q: want text or json", logFormat)
 	}
-	root.AddCommand(newRunCmd(ios, logger), newStatusCmd(ios), newExportCmd(ios), newReconcileCmd(ios, logger), newSandboxCmd(ios, logger))
+	root.AddCommand(newRunCmd(ios, logger), newStatusCmd(ios), newExportCmd(ios), newReconcileCmd(ios, logger), newSandboxCmd(ios, logger), newVersionCmd(ios))
 	return root
 }
 
