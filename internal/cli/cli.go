@@ -96,6 +96,14 @@ func usagef(hint, format string, args ...any) error {
 	return &usageError{err: fmt.Errorf(format, args...), hint: hint}
 }
 
+// noArgs refuses arguments to a command that takes none: a usage error.
+func noArgs(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return usagef("see '"+cmd.CommandPath()+" --help'", "%s takes no arguments, got %q", cmd.Name(), args[0])
+	}
+	return nil
+}
+
 // unfinishedError ends a run that has more to do later: exit 3. The
 // summary has been printed already.
 type unfinishedError struct{ reason, hint string }

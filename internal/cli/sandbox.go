@@ -104,7 +104,7 @@ webhooks as Meta sends them. Point a run at it with the line it prints:
 GET /_sandbox/stats shows its counters (requests, accepted, throttled, the
 largest one-second window per number, duplicates); they are printed as JSON
 on stdout when it stops. Outcomes are deterministic for a given --seed.`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			log, err := logger()
 			if err != nil {

@@ -24,12 +24,7 @@ source revision it was built from ("-dirty" when the tree had uncommitted
 changes), that revision's commit time and the Go version. Parts the build did
 not record are left out. With --json it prints one object; its fields are only
 ever added to.`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) > 0 {
-				return usagef("", "version takes no arguments, got %q", args[0])
-			}
-			return nil
-		},
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runVersion(ios, o)
 		},
