@@ -127,7 +127,7 @@ const (
 	Fail   Policy = "fail"   // mark them failed, accepting a possible miss
 )
 
-// ParsePolicy parses a --in-doubt / --unmatched value.
+// ParsePolicy parses a policy by its name.
 func ParsePolicy(s string) (Policy, error) {
 	switch p := Policy(s); p {
 	case Hold, Resend, Fail:

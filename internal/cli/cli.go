@@ -150,23 +150,30 @@ var flagHints = []struct {
 	kind error
 	hint string
 }{
-	{whatsapp.ErrEndpoint, "the API answered without an error body: check --api-url, --api-version and the --from phone-number IDs"},
 	{whatsapp.ErrToken, "the access token is expired or invalid: get a new one, set WHATSAPP_TOKEN (or --token-file) and run the same command again; nothing more was sent"},
 	{whatsapp.ErrTemplate, "the template does not exist in this language or is not approved: check --template and --lang in WhatsApp Manager"},
+	{whatsapp.ErrParamCount, "the template expects a different number of body parameters than the CSV has parameter columns"},
 	{whatsapp.ErrParameters, "the API rejected the request's shape: check --template, --lang, --from and the CSV's parameter columns"},
 }
 
 // apiHint is the hint for a provider's answer in err: the flags to fix,
-// else the provider's own advice, else how to resume.
+// else the provider's own advice; "" when err holds no provider answer.
 func apiHint(err error) string {
+	var api *whatsapp.APIError
+	if errors.As(err, &api) && errors.Is(api, whatsapp.ErrEndpoint) {
+		return fmt.Sprintf("the API answered HTTP %d without an error body: check --api-url, --api-version and the --from phone-number IDs", api.HTTPStatus)
+	}
 	for _, h := range flagHints {
 		if errors.Is(err, h.kind) {
 			return h.hint
 		}
 	}
 	var adviser interface{ Hint() string }
-	if errors.As(err, &adviser) && adviser.Hint() != "" {
-		return adviser.Hint()
+	if !errors.As(err, &adviser) {
+		return ""
+	}
+	if h := adviser.Hint(); h != "" {
+		return h
 	}
 	return "fix the cause above, then run the same command again to resume"
 }
@@ -210,11 +217,28 @@ that a crash, a Ctrl-C or an API outage never sends a message twice or skips one
 	return root
 }
 
+// interruptWords are what a command says when the first interrupt stops
+// it and when a second aborts it.
+type interruptWords struct{ stopping, aborted string }
+
+var (
+	runInterrupt = interruptWords{
+		"stopping: no new sends, waiting for requests in flight (interrupt again to abort)",
+		"aborted: rows in flight stay in doubt until the next run",
+	}
+	reconcileInterrupt = interruptWords{
+		"stopping: what was applied stays; the rest is not read (interrupt again to abort)",
+		"aborted: what was applied stays; run the same command again to finish",
+	}
+	sandboxInterrupt = interruptWords{"stopping the sandbox (interrupt again to abort)", "aborted"}
+)
+
 // signalContext returns a context cancelled by the first interrupt (or
 // when parent is done); a second interrupt ends the process at once with
-// exit 3 (rows in flight stay `sending` and the next run treats them as in
-// doubt). stop releases the signal handler; it may be called more than once.
-func signalContext(parent context.Context, ios *IO, log *slog.Logger) (ctx context.Context, stop func()) {
+// exit 3 (for run: rows in flight stay sending and the next run treats
+// them as in doubt). stop releases the signal handler; it may be called
+// more than once.
+func signalContext(parent context.Context, ios *IO, log *slog.Logger, words interruptWords) (ctx context.Context, stop func()) {
 	ctx, cancel := context.WithCancel(parent)
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
@@ -224,13 +248,13 @@ func signalContext(parent context.Context, ios *IO, log *slog.Logger) (ctx conte
 		case <-done:
 			return
 		case s := <-sigs:
-			log.Warn("stopping: no new sends, waiting for requests in flight (interrupt again to abort)", "signal", s.String())
+			log.Warn(words.stopping, "signal", s.String())
 			cancel()
 		}
 		select {
 		case <-done:
 		case <-sigs:
-			fmt.Fprintln(ios.Err, "bulksend: aborted: rows in flight stay in doubt until the next run")
+			fmt.Fprintln(ios.Err, "bulksend: "+words.aborted)
 			ios.Abort(ExitUnfinished)
 		}
 	}()

@@ -401,36 +401,52 @@ func until(t *testing.T, exited <-chan error, stderr fmt.Stringer, what string, 
 }
 
 // TestInterruptReconcile: Ctrl-C stops a reconcile with exit 3, like a
-// run, even while it waits for a log that has not ended (stdin).
+// run, even while it waits for a log that has not ended (stdin): before its
+// first bytes, or in the middle of it.
 func TestInterruptReconcile(t *testing.T) {
 	r := newRig(t, 50, sandbox.Config{Seed: 5, Rate: 1000, PairInterval: -1})
 	if out, err := r.command(runArgs...).CombinedOutput(); exitCodeOf(err) != ExitOK {
 		t.Fatalf("run: %v\n%s", err, out)
 	}
-	cmd := r.command("reconcile", "campaign.csv", "-", "--log-level", "debug")
-	stdin, err := cmd.StdinPipe() // held open, never written: the log has not ended
-	if err != nil {
-		t.Fatal(err)
+	r.stopSandbox()
+	hooks, err := os.ReadFile(filepath.Join(r.dir, "webhooks.jsonl"))
+	if err != nil || len(hooks) == 0 {
+		t.Fatalf("webhook log: %d bytes, %v", len(hooks), err)
 	}
-	defer stdin.Close()
-	c := startWatched(t, cmd, "reading webhook log")
-	select {
-	case <-c.seen:
-	case <-time.After(30 * time.Second):
-		t.Fatal("reconcile never started reading")
-	}
-	cmd.Process.Signal(syscall.SIGINT)
-	select {
-	case err := <-c.exited:
-		if code := exitCodeOf(err); code != ExitUnfinished {
-			t.Fatalf("exit %d, want %d\n%s", code, ExitUnfinished, c.stderr.String())
-		}
-	case <-time.After(10 * time.Second):
-		cmd.Process.Kill()
-		t.Fatal("reconcile did not stop on an interrupt")
-	}
-	if out := c.stderr.String(); !strings.Contains(out, "stopping") || !strings.Contains(out, "run the same command again") {
-		t.Errorf("stderr:\n%s", out)
+	for _, tc := range []struct {
+		name  string
+		input []byte // written to stdin, which then stays open
+	}{{"waiting for the first bytes", nil}, {"in the middle of the log", hooks}} {
+		t.Run(tc.name, func(t *testing.T) {
+			cmd := r.command("reconcile", "campaign.csv", "-", "--log-level", "debug")
+			stdin, err := cmd.StdinPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer stdin.Close()
+			c := startWatched(t, cmd, "reading webhook log")
+			if _, err := stdin.Write(tc.input); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-c.seen:
+			case <-time.After(30 * time.Second):
+				t.Fatal("reconcile never started reading")
+			}
+			cmd.Process.Signal(syscall.SIGINT)
+			select {
+			case err := <-c.exited:
+				if code := exitCodeOf(err); code != ExitUnfinished {
+					t.Fatalf("exit %d, want %d\n%s", code, ExitUnfinished, c.stderr.String())
+				}
+			case <-time.After(10 * time.Second):
+				cmd.Process.Kill()
+				t.Fatal("reconcile did not stop on an interrupt")
+			}
+			if out := c.stderr.String(); !strings.Contains(out, "stopping: what was applied stays") || !strings.Contains(out, "run the same command again") {
+				t.Errorf("stderr:\n%s", out)
+			}
+		})
 	}
 }
 

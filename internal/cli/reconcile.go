@@ -84,7 +84,7 @@ func runReconcile(ctx context.Context, ios *IO, o *reconcileOptions, log *slog.L
 	if _, err := os.Stat(o.db); err != nil {
 		return usagef("run 'bulksend run CAMPAIGN.csv' first, or point --db at the checkpoint", "no checkpoint: %w", err)
 	}
-	ctx, stop := signalContext(ctx, ios, log)
+	ctx, stop := signalContext(ctx, ios, log, reconcileInterrupt)
 	defer stop()
 	lock, err := store.Acquire(o.db, "reconcile")
 	if err != nil {
@@ -171,7 +171,11 @@ func readLog(ctx context.Context, rc *reconcile.Reconciler, path string, stdin i
 		return o.err
 	}
 	defer o.f.Close() // read only: its close error says nothing
-	return rc.Read(ctx, path, webhook.Statuses(webhook.NewReader(o.f)))
+	err := rc.Read(ctx, path, webhook.Statuses(webhook.NewReader(o.f)))
+	if err != nil && ctx.Err() == nil {
+		err = fmt.Errorf("webhook log %s: %w", path, err)
+	}
+	return err
 }
 
 func printReconcile(ios *IO, s reconcile.Summary, c campaign.Counts) {

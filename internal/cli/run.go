@@ -128,8 +128,9 @@ func runRun(ctx context.Context, ios *IO, o *runOptions) error {
 	if db == "" {
 		db = dbPath(o.csv)
 	}
-	// A dry run never writes to a checkpoint that exists: it plans from a
-	// read of it. Without one, it imports into a temporary one.
+	// A dry run changes nothing in a campaign that exists: it plans from a
+	// read of it (opening may still bring the file's schema up to date).
+	// Without one, it imports into a temporary one.
 	readOnly := false
 	if o.dryRun {
 		if _, err := os.Stat(db); err == nil {
@@ -150,7 +151,7 @@ func runRun(ctx context.Context, ios *IO, o *runOptions) error {
 
 	// Interrupts count from here: an import stopped by Ctrl-C rolls back
 	// and exits 3 like any interrupted run.
-	runCtx, stop := signalContext(ctx, ios, o.log)
+	runCtx, stop := signalContext(ctx, ios, o.log, runInterrupt)
 	defer stop()
 
 	lock, err := store.Acquire(db, "run")
@@ -194,7 +195,7 @@ func (o *runOptions) prepare(ctx context.Context, st *store.Store, settings stor
 	if r, err := st.ApplyPolicy(ctx, policy, now.Add(-o.inDoubtGrace), now, settings.MaxAttempts); err != nil {
 		return err
 	} else if r.Total() > 0 {
-		o.log.Warn("applied the in-doubt policy", "policy", policy, "resent", r.Resent, "failed", r.Failed, "failed_last_attempt", r.LastAttempt)
+		o.log.Warn("applied the in-doubt policy", "policy", policy, "rows", r.Total(), "resent", r.Resent, "failed", r.Failed, "failed_last_attempt", r.LastAttempt)
 	}
 	// After the policy, so that rows it made pending again are excluded too.
 	if o.exclude != "" {
@@ -225,14 +226,21 @@ func (o *runOptions) send(ctx, runCtx context.Context, ios *IO, st *store.Store,
 	}
 	timeout := o.requestTimeout
 	if o.sandbox {
-		sb, err := startSandbox(o, settings, webhookLogPath(st.Path()))
-		if err != nil {
-			return err
+		sb, serr := startSandbox(o, settings, webhookLogPath(st.Path()))
+		if serr != nil {
+			return serr
 		}
 		defer func() {
-			// A short webhook log would leave rows wrongly in doubt at reconcile.
-			if serr := sb.stop(); err == nil {
+			// A short webhook log would leave rows wrongly in doubt at
+			// reconcile: that outranks "run again later".
+			serr := sb.stop()
+			var u *unfinishedError
+			switch {
+			case serr == nil:
+			case err == nil || errors.As(err, &u):
 				err = serr
+			default:
+				err = errors.Join(err, serr)
 			}
 		}()
 		apiURL, token = sb.url, sb.token

@@ -211,7 +211,7 @@ func runSandbox(ios *IO, o *sandboxOptions, log *slog.Logger) (err error) {
 	srv := sandbox.New(cfg)
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
 	fmt.Fprintf(ios.Err, "bulksend: sandbox listening; point a run at it with:\n  BULKSEND_API_URL=http://%s\n", l.Addr().String())
-	ctx, stop := signalContext(context.Background(), ios, log)
+	ctx, stop := signalContext(context.Background(), ios, log, sandboxInterrupt)
 	defer stop()
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(l) }()

@@ -89,7 +89,7 @@ func BenchmarkReader(b *testing.B) {
 	}
 }
 
-// BenchmarkNormalize compares Normalize with phonenumbers' Parse,
+// BenchmarkNormalize compares the normalizer with phonenumbers' Parse,
 // IsValidNumber and Format, per number.
 func BenchmarkNormalize(b *testing.B) {
 	nums := make([]string, 4096)

@@ -102,7 +102,7 @@ func FuzzReader(f *testing.F) {
 	})
 }
 
-// FuzzNormalize checks that Normalize never panics, returns E.164 or an
+// FuzzNormalize checks that the normalizer never panics, returns E.164 or an
 // ErrInvalidPhone, is idempotent, and that its fast path agrees with
 // phonenumbers.
 func FuzzNormalize(f *testing.F) {

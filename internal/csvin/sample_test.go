@@ -48,10 +48,10 @@ func TestSampleNumber(t *testing.T) {
 	for i := range n {
 		s := SampleNumber(i)
 		if raceEnabled && i%17 != 0 {
-			// Normalize's validity agrees with phonenumbers (see
+			// normalize's validity agrees with phonenumbers (see
 			// TestFastPathMatchesLibrary), and is ten times faster.
 			if got, err := normalize(s, ""); got != s {
-				t.Fatalf("SampleNumber(%d) = %q: Normalize = %q, %v", i, s, got, err)
+				t.Fatalf("SampleNumber(%d) = %q: normalize = %q, %v", i, s, got, err)
 			}
 		} else {
 			checkSample(t, i, i%53 < 4)

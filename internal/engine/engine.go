@@ -234,6 +234,8 @@ func (e *Engine) Run(ctx context.Context) error {
 	fatal := e.fatal
 	e.mu.Unlock()
 	switch {
+	case rerr != nil && fatal != nil && fatal != rerr:
+		return errors.Join(rerr, fatal) // the fatal answer stays visible, with its hint
 	case rerr != nil:
 		return rerr
 	case fatal != nil:
@@ -436,14 +438,19 @@ func (e *Engine) retry(r Result, j Job, at time.Time) Result {
 	return r
 }
 
-// setFatal stops the run with err, which Run returns: the caller reports
-// it, so it is not logged here.
+// setFatal stops the run with err, which Run returns. The caller reports
+// err; the log only says that the run is stopping, as the drain of the
+// requests in flight may take a while.
 func (e *Engine) setFatal(err error) {
 	e.mu.Lock()
-	if e.fatal == nil {
+	first := e.fatal == nil
+	if first {
 		e.fatal = err
 	}
 	e.mu.Unlock()
+	if first {
+		e.log.Warn("stopping the run: no new sends, waiting for requests in flight")
+	}
 	e.stopReq()
 }
 

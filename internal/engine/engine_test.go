@@ -332,3 +332,27 @@ func TestPacing(t *testing.T) {
 		}
 	})
 }
+
+// failingRecord is a checkpoint whose writes of results fail (a full disk).
+type failingRecord struct {
+	*enginetest.Memory
+	err error
+}
+
+func (f failingRecord) Record(ctx context.Context, rs []engine.Result) error { return f.err }
+
+// TestRecordFailureStopsAndKeepsTheFatalAnswer: a result that cannot be
+// written stops the run (an unrecorded answer is a future duplicate), and
+// a fatal answer met on the way is still returned with it.
+func TestRecordFailureStopsAndKeepsTheFatalAnswer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		diskFull := errors.New("database or disk is full")
+		cp := failingRecord{checkpoint(50, "A"), diskFull}
+		fs := &fakeSender{fn: func(m campaign.Message, call int) (string, error) { return "", sendErr(campaign.Fatal, 190) }}
+		err := engine.New(config(cp, fs, "A")).Run(context.Background())
+		var fatal *engine.FatalError
+		if !errors.Is(err, diskFull) || !errors.As(err, &fatal) || fatal.Err.Code != 190 {
+			t.Fatalf("Run: %v, want the record failure and the fatal 190", err)
+		}
+	})
+}

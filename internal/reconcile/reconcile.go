@@ -262,8 +262,8 @@ func New(cp Checkpoint, opt Options) (*Reconciler, error) {
 //
 // If reading the log or the checkpoint fails, Read returns the error: the
 // batches already written stay (they are true whatever comes next), and
-// running again with the same logs completes the work. If ctx is done,
-// Read returns its error at once, without waiting for src: a goroutine
+// running again with the same logs completes the work. If ctx is done or
+// the checkpoint fails, Read returns without waiting for src: a goroutine
 // may go on using src until its Next returns (closing src ends that).
 func (rc *Reconciler) Read(ctx context.Context, name string, src Source) error {
 	// A goroutine decodes the log, a third of the work, while this one
@@ -276,7 +276,6 @@ func (rc *Reconciler) Read(ctx context.Context, name string, src Source) error {
 	stop := make(chan struct{})
 	go decode(src, full, free, stop)
 	var err error
-loop:
 	for {
 		var c chunk
 		select {
@@ -288,8 +287,9 @@ loop:
 		for _, s := range c.statuses {
 			rc.add(s)
 			if rc.b.events >= rc.opt.Batch {
-				if err = rc.flush(ctx); err != nil {
-					break loop
+				if err := rc.flush(ctx); err != nil {
+					close(stop) // as above: decode may be blocked in src
+					return err
 				}
 			}
 		}
@@ -319,9 +319,6 @@ loop:
 		rc.sum.FirstInvalidLines = l.FirstInvalidLines
 	}
 	rc.logs = append(rc.logs, l)
-	if err != nil && ctx.Err() == nil {
-		err = fmt.Errorf("log %s: %w", name, err)
-	}
 	return err
 }
 

@@ -7,8 +7,9 @@
 //
 // It serves three callers: the engine's tests, `bulksend run --sandbox`
 // (in process) and `bulksend sandbox` (a separate process on 127.0.0.1 for
-// rehearsals). Shapes follow shared/reference/whatsapp-cloud-api.md and are
-// checked against Meta's OpenAPI document in the tests.
+// rehearsals). Shapes follow Meta's documentation (the team's fact sheet,
+// kept outside this repository) and are checked against Meta's OpenAPI
+// document (testdata/openapi) in the tests.
 //
 // Everything random is derived from Config.Seed and the message itself (see
 // Config.Seed), so a run can be replayed and concurrency cannot change which

@@ -6,8 +6,8 @@ import (
 	"net/http"
 )
 
-// Wire shapes of the Cloud API, as in shared/reference/whatsapp-cloud-api.md
-// §1–§3 and §5 and Meta's OpenAPI schemas Message, MessageResponsePayload,
+// Wire shapes of the Cloud API, as Meta documents them (the team's fact
+// sheet, outside this repository, §1–§3 and §5) and Meta's OpenAPI schemas Message, MessageResponsePayload,
 // GraphAPIError and WebhookPayload.
 
 // sendRequest is the part of a send-message body the sandbox looks at. Other

@@ -33,9 +33,14 @@ func (s *Store) ApplyPolicy(ctx context.Context, p campaign.Policy, cutoff, now 
 	default:
 		return r, fmt.Errorf("apply policy: unknown policy %q", p)
 	}
-	// SQLite makes every change of an UPDATE … RETURNING at its first
-	// step: reading the rows only counts them.
-	rows, err := s.db.QueryContext(ctx, q, ms(cutoff), ms(now), maxAttempts)
+	// In a transaction: a statement whose rows are closed early (a
+	// cancelled ctx) would commit in autocommit, with counts cut short.
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return r, fmt.Errorf("apply policy %s: %w", p, err)
+	}
+	defer tx.Rollback()
+	rows, err := tx.QueryContext(ctx, q, ms(cutoff), ms(now), maxAttempts)
 	if err != nil {
 		return r, fmt.Errorf("apply policy %s: %w", p, err)
 	}
@@ -43,7 +48,7 @@ func (s *Store) ApplyPolicy(ctx context.Context, p campaign.Policy, cutoff, now 
 	var status []byte
 	for rows.Next() {
 		if err := rows.Scan(&status); err != nil {
-			return r, fmt.Errorf("apply policy %s: %w", p, err)
+			return campaign.PolicyResult{}, fmt.Errorf("apply policy %s: %w", p, err)
 		}
 		switch {
 		case p == campaign.Fail:
@@ -55,7 +60,13 @@ func (s *Store) ApplyPolicy(ctx context.Context, p campaign.Policy, cutoff, now 
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return r, fmt.Errorf("apply policy %s: %w", p, err)
+		return campaign.PolicyResult{}, fmt.Errorf("apply policy %s: %w", p, err)
+	}
+	if err := rows.Close(); err != nil {
+		return campaign.PolicyResult{}, fmt.Errorf("apply policy %s: %w", p, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return campaign.PolicyResult{}, fmt.Errorf("apply policy %s: %w", p, err)
 	}
 	return r, nil
 }

@@ -80,7 +80,8 @@ func (s *Store) Breakdown(ctx context.Context) (Report, error) {
 	err := s.query(ctx, `
 		SELECT sender, status, '', COUNT(*) FROM recipients WHERE status = 'pending' GROUP BY sender
 		UNION ALL
-		SELECT sender, status, COALESCE(skip_kind, ''), COUNT(*) FROM recipients WHERE status <> 'pending' GROUP BY 1, 2, 3`, func(rows *sql.Rows) error {
+		SELECT sender, status, CASE WHEN status = 'skipped' THEN COALESCE(skip_kind, `+legacySkipKind+`) ELSE '' END, COUNT(*)
+		FROM recipients WHERE status <> 'pending' GROUP BY 1, 2, 3`, func(rows *sql.Rows) error {
 		var sender, st, kind string
 		var n int64
 		if err := rows.Scan(&sender, &st, &kind, &n); err != nil {

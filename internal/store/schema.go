@@ -49,14 +49,19 @@ var migrations = []string{
 	// Rows skipped before this had only the reason: their kind is read
 	// off its wording, once, here.
 	`ALTER TABLE recipients ADD COLUMN skip_kind TEXT;
-	UPDATE recipients SET skip_kind = CASE
+	UPDATE recipients SET skip_kind = ` + legacySkipKind + ` WHERE status = 'skipped';`,
+}
+
+// legacySkipKind reads a skip reason's kind off its wording, as releases
+// before skip_kind grouped them; migration 2 runs it, so it never changes. It is for rows skipped without a kind:
+// those of a checkpoint that migration 2 finds, and those an older
+// bulksend writes into a migrated checkpoint (it knows no skip_kind).
+const legacySkipKind = `CASE
 		WHEN reason LIKE 'duplicate%' THEN 'duplicate'
 		WHEN reason LIKE 'invalid%' THEN 'invalid'
 		WHEN reason LIKE 'excluded%' THEN 'excluded'
 		WHEN reason LIKE 'no sender%' THEN 'no sender'
-		ELSE COALESCE(reason, 'unknown') END
-	WHERE status = 'skipped';`,
-}
+		ELSE COALESCE(reason, 'unknown') END`
 
 // dueIndex orders each sender's pending rows for claims (an index ends with
 // the rowid, row, so ORDER BY next_at, row needs no sort). It is built after
@@ -79,6 +84,8 @@ func migrate(ctx context.Context, db *sql.DB) error {
 		return err
 	} else if v == schemaVersion {
 		return nil // the common case takes no write lock
+	} else if v > schemaVersion {
+		return newerSchema(v)
 	}
 	tx, err := db.BeginTx(ctx, nil) // BEGIN IMMEDIATE: one migrator at a time
 	if err != nil {
@@ -89,8 +96,11 @@ func migrate(ctx context.Context, db *sql.DB) error {
 	if err != nil {
 		return err
 	}
-	if v > schemaVersion {
-		return fmt.Errorf("%w: its schema is version %d, this bulksend knows up to %d", ErrNewerSchema, v, schemaVersion)
+	switch {
+	case v > schemaVersion:
+		return newerSchema(v)
+	case v == schemaVersion:
+		return nil // another process migrated it meanwhile
 	}
 	for i := v; i < schemaVersion; i++ {
 		if _, err := tx.ExecContext(ctx, migrations[i]); err != nil {
@@ -104,6 +114,10 @@ func migrate(ctx context.Context, db *sql.DB) error {
 		return fmt.Errorf("migrate: %w", err)
 	}
 	return nil
+}
+
+func newerSchema(v int) error {
+	return fmt.Errorf("%w: its schema is version %d, this bulksend knows up to %d", ErrNewerSchema, v, schemaVersion)
 }
 
 type queryer interface {

@@ -58,7 +58,7 @@ func (s *Store) SaveSettings(ctx context.Context, st Settings) (int64, error) {
 		return 0, err
 	}
 	res, err := tx.ExecContext(ctx, `UPDATE recipients SET status = 'failed', updated_at = ?2,
-		error_title = COALESCE(error_title, 'not sent') || ' (after ' || attempts || ' attempts; --max-attempts is now ' || ?1 || ')'
+		error_title = COALESCE(error_title, 'not sent') || ' (after ' || attempts || ' attempts; the limit is now ' || ?1 || ')'
 		WHERE status = 'pending' AND attempts >= ?1`, st.MaxAttempts, ms(time.Now()))
 	if err != nil {
 		return 0, fmt.Errorf("save settings: %w", err)

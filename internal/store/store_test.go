@@ -332,7 +332,7 @@ func TestLowerMaxAttemptsFailsExhaustedRows(t *testing.T) {
 		status campaign.Status
 		title  string
 	}{
-		{campaign.Failed, "Something went wrong (after 2 attempts; --max-attempts is now 2)"},
+		{campaign.Failed, "Something went wrong (after 2 attempts; the limit is now 2)"},
 		{campaign.Pending, ""},
 		{campaign.Pending, ""},
 	}
@@ -379,5 +379,40 @@ func TestImportKeepsEveryColumn(t *testing.T) {
 	jobs, err := s.Claim(ctx, "1", time.Now(), 1) // the first row to send of sender 1: row 1, with an id
 	if err != nil || len(jobs) != 1 || jobs[0].Row != 1 || fmt.Sprint(jobs[0].Params) != "[p 1]" {
 		t.Fatalf("claim = %+v, %v; want row 1 with params [p 1]", jobs, err)
+	}
+}
+
+// TestPolicyIsAllOrNothing: a policy stopped by its context (at whatever
+// point: timeouts from very short to long enough) changes no row, and one
+// that returns no error reports every row it changed.
+func TestPolicyIsAllOrNothing(t *testing.T) {
+	const n = 50_000
+	s := newStore(t, phones(n, "A")...)
+	ctx := context.Background()
+	now := time.Now()
+	if _, err := s.Claim(ctx, "A", now.Add(-time.Hour), n); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.RecoverSending(ctx, now); err != nil {
+		t.Fatal(err)
+	}
+	for timeout := 100 * time.Microsecond; ; timeout *= 2 {
+		tctx, cancel := context.WithTimeout(ctx, timeout)
+		r, err := s.ApplyPolicy(tctx, campaign.Fail, now, now, 5)
+		cancel()
+		c, cerr := s.Counts(ctx)
+		if cerr != nil {
+			t.Fatal(cerr)
+		}
+		if err != nil {
+			if r.Total() != 0 || c.InDoubt != n {
+				t.Fatalf("stopped after %v (%v), reporting %+v, with counts %+v: a stopped policy must change nothing", timeout, err, r, c)
+			}
+			continue
+		}
+		if r.Failed != n || c.Failed != n {
+			t.Fatalf("applied within %v: reported %+v, counts %+v", timeout, r, c)
+		}
+		return
 	}
 }

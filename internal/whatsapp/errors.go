@@ -113,6 +113,7 @@ var (
 	ErrToken      = errors.New("access token expired or invalid")
 	ErrPermission = errors.New("token lacks permission")
 	ErrTemplate   = errors.New("template missing or not approved")
+	ErrParamCount = errors.New("wrong number of template parameters")
 	ErrParameters = errors.New("request does not match the template")
 	ErrEndpoint   = errors.New("not the Cloud API")
 )
@@ -129,8 +130,10 @@ func (e *APIError) Is(target error) bool {
 		return e.Code == 10 || e.Code == 3 || e.Code == 131005 || (e.Code >= 200 && e.Code <= 299)
 	case ErrTemplate:
 		return e.Code == 132001
+	case ErrParamCount:
+		return e.Code == 132000
 	case ErrParameters:
-		return e.Code == 132000 || e.Code == 100 || e.Code == 131008 || e.Code == 131051
+		return e.Code == 100 || e.Code == 131008 || e.Code == 131051
 	}
 	return false
 }

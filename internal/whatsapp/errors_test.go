@@ -57,7 +57,7 @@ func TestClassByCode(t *testing.T) {
 // the CLI turns into flag advice (errors.Is) or has a hint of its own, so
 // no fatal stop leaves the operator without a next step.
 func TestFatalAnswersAreNamed(t *testing.T) {
-	kinds := []error{ErrToken, ErrPermission, ErrTemplate, ErrParameters, ErrEndpoint}
+	kinds := []error{ErrToken, ErrPermission, ErrTemplate, ErrParamCount, ErrParameters, ErrEndpoint}
 	check := func(e *APIError) {
 		t.Helper()
 		named := false
@@ -88,13 +88,14 @@ func TestKinds(t *testing.T) {
 		{APIError{HTTPStatus: 404}, ErrEndpoint, "without an error body"},
 		{APIError{HTTPStatus: 401}, ErrEndpoint, "without an error body"},
 		{APIError{HTTPStatus: 404, Code: 132001, Type: "OAuthException"}, ErrTemplate, "template does not exist"},
-		{APIError{HTTPStatus: 400, Code: 132000, Type: "OAuthException"}, ErrParameters, "number of body parameters"},
+		{APIError{HTTPStatus: 400, Code: 132000, Type: "OAuthException"}, ErrParamCount, "number of body parameters"},
+		{APIError{HTTPStatus: 400, Code: 100, Type: "OAuthException"}, ErrParameters, "shape"},
 		{APIError{HTTPStatus: 403, Code: 10, Type: "OAuthException"}, ErrPermission, "permission"},
 	} {
 		if !errors.Is(&tc.err, tc.kind) {
 			t.Errorf("%+v is not %v", tc.err, tc.kind)
 		}
-		for _, other := range []error{ErrToken, ErrPermission, ErrTemplate, ErrParameters, ErrEndpoint} {
+		for _, other := range []error{ErrToken, ErrPermission, ErrTemplate, ErrParamCount, ErrParameters, ErrEndpoint} {
 			if other != tc.kind && errors.Is(&tc.err, other) {
 				t.Errorf("%+v is also %v", tc.err, other)
 			}

@@ -3,13 +3,12 @@ package enginetest
 import (
 	"testing"
 
-	"github.com/bulksend/bulksend/internal/campaign"
 	"github.com/bulksend/bulksend/internal/engine"
 )
 
 func TestMemory(t *testing.T) {
-	CheckpointSuite(t, func(t *testing.T, rows []Row) (engine.Checkpoint, func() campaign.Counts) {
+	CheckpointSuite(t, func(t *testing.T, rows []Row) (engine.Checkpoint, Probe) {
 		m := NewMemory(rows...)
-		return m, m.Counts
+		return m, m
 	})
 }

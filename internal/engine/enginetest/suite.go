@@ -12,8 +12,15 @@ import (
 )
 
 // Open makes a checkpoint holding rows, all pending and due, and returns it
-// with a function that counts its rows by status.
-type Open func(t *testing.T, rows []Row) (engine.Checkpoint, func() campaign.Counts)
+// with a Probe that reads it back.
+type Open func(t *testing.T, rows []Row) (engine.Checkpoint, Probe)
+
+// Probe reads a checkpoint's rows back, for the suite's checks: Memory is
+// one. State need only fill Status, Attempts, WAMID, Code and Title.
+type Probe interface {
+	Counts() campaign.Counts
+	State(row int64) (State, bool)
+}
 
 // Rows returns n rows of sender, numbered from first, with two parameters.
 func Rows(first int64, n int, sender string) []Row {
@@ -55,7 +62,7 @@ func CheckpointSuite(t *testing.T, open Open) {
 	}
 
 	t.Run("claim takes due rows of one sender in row order and marks them sending", func(t *testing.T) {
-		cp, counts := open(t, append(Rows(1, 5, "A"), Rows(6, 2, "B")...))
+		cp, probe := open(t, append(Rows(1, 5, "A"), Rows(6, 2, "B")...))
 		jobs := claim(t, cp, "A", now, 3)
 		if got := rowsOf(jobs); got != "[1 2 3]" {
 			t.Fatalf("claimed rows %s, want [1 2 3]", got)
@@ -64,7 +71,7 @@ func CheckpointSuite(t *testing.T, open Open) {
 		if j.Phone != "+447700900002" || j.Sender != "A" || fmt.Sprint(j.Params) != "[p 2]" || j.Attempts != 1 {
 			t.Fatalf("job = %+v", j)
 		}
-		if c := counts(); c.Sending != 3 || c.Pending != 4 || c.Total != 7 {
+		if c := probe.Counts(); c.Sending != 3 || c.Pending != 4 || c.Total != 7 {
 			t.Fatalf("counts after claim = %+v", c)
 		}
 		if got := rowsOf(claim(t, cp, "A", now, 10)); got != "[4 5]" {
@@ -76,7 +83,7 @@ func CheckpointSuite(t *testing.T, open Open) {
 	})
 
 	t.Run("each outcome leaves its row in its state", func(t *testing.T) {
-		cp, counts := open(t, Rows(1, 5, "A"))
+		cp, probe := open(t, Rows(1, 5, "A"))
 		claim(t, cp, "A", now, 5)
 		record(t, cp,
 			engine.Result{Row: 1, Outcome: engine.OutcomeSent, WAMID: "wamid.1", At: now},
@@ -86,8 +93,21 @@ func CheckpointSuite(t *testing.T, open Open) {
 			engine.Result{Row: 5, Outcome: engine.OutcomeRelease, NextAt: now, At: now},
 		)
 		want := campaign.Counts{Total: 5, Sent: 1, Failed: 1, Pending: 2, InDoubt: 1}
-		if c := counts(); c != want {
+		if c := probe.Counts(); c != want {
 			t.Fatalf("counts = %+v, want %+v", c, want)
+		}
+		for _, w := range []State{
+			{Row: Row{Row: 1}, Status: campaign.Sent, Attempts: 1, WAMID: "wamid.1"},
+			{Row: Row{Row: 2}, Status: campaign.Failed, Attempts: 1, Code: 131026, Title: "Message undeliverable"},
+			{Row: Row{Row: 3}, Status: campaign.Pending, Attempts: 1, Code: 131000, Title: "Something went wrong"},
+			{Row: Row{Row: 4}, Status: campaign.InDoubt, Attempts: 1, Title: "timeout"},
+			{Row: Row{Row: 5}, Status: campaign.Pending, Attempts: 0},
+		} {
+			got, ok := probe.State(w.Row.Row)
+			if !ok || got.Status != w.Status || got.Attempts != w.Attempts || got.WAMID != w.WAMID || got.Code != w.Code || got.Title != w.Title {
+				t.Errorf("row %d = %s, %d attempts, %q #%d %q; want %s, %d, %q #%d %q", w.Row.Row,
+					got.Status, got.Attempts, got.WAMID, got.Code, got.Title, w.Status, w.Attempts, w.WAMID, w.Code, w.Title)
+			}
 		}
 		// Only the released row is due now; the retry waits an hour.
 		jobs := claim(t, cp, "A", now, 10)
@@ -101,14 +121,14 @@ func CheckpointSuite(t *testing.T, open Open) {
 	})
 
 	t.Run("a result for a row no longer sending changes nothing", func(t *testing.T) {
-		cp, counts := open(t, Rows(1, 2, "A"))
+		cp, probe := open(t, Rows(1, 2, "A"))
 		claim(t, cp, "A", now, 2)
 		record(t, cp, engine.Result{Row: 1, Outcome: engine.OutcomeSent, WAMID: "wamid.1", At: now})
 		record(t, cp,
 			engine.Result{Row: 1, Outcome: engine.OutcomeRelease, NextAt: now, At: now},     // settled
 			engine.Result{Row: 99, Outcome: engine.OutcomeSent, WAMID: "wamid.99", At: now}, // no such row
 		)
-		if c := counts(); c.Sent != 1 || c.Sending != 1 || c.Pending != 0 {
+		if c := probe.Counts(); c.Sent != 1 || c.Sending != 1 || c.Pending != 0 {
 			t.Fatalf("counts = %+v: a late result moved a settled row", c)
 		}
 		if jobs := claim(t, cp, "A", now, 10); len(jobs) != 0 {
@@ -162,7 +182,7 @@ func CheckpointSuite(t *testing.T, open Open) {
 		for i, s := range senders {
 			rows = append(rows, Rows(int64(i*perSender+1), perSender, s)...)
 		}
-		cp, counts := open(t, rows)
+		cp, probe := open(t, rows)
 		var mu sync.Mutex
 		seen := map[int64]int{}
 		var wg sync.WaitGroup
@@ -206,7 +226,7 @@ func CheckpointSuite(t *testing.T, open Open) {
 				t.Errorf("row %d claimed %d times", row, n)
 			}
 		}
-		if c := counts(); c.Sent != int64(len(rows)) || len(seen) != len(rows) {
+		if c := probe.Counts(); c.Sent != int64(len(rows)) || len(seen) != len(rows) {
 			t.Fatalf("counts = %+v, %d rows claimed; want all %d sent once", c, len(seen), len(rows))
 		}
 	})
