@@ -140,6 +140,8 @@ func exitCode(err error) (int, string) {
 		return ExitUnfinished, "run the same command again to resume"
 	case errors.Is(err, store.ErrNewerSchema):
 		return ExitFatal, "upgrade bulksend to the release that wrote this checkpoint, or newer"
+	case errors.Is(err, store.ErrDiskFull), errors.Is(err, syscall.ENOSPC):
+		return ExitFatal, "the disk is full: free space, then run the same command again; rows whose answers could not be recorded are kept for 'bulksend reconcile' (the next run holds them in doubt)"
 	}
 	return ExitFatal, apiHint(err)
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/bulksend/bulksend/internal/campaign"
@@ -33,6 +35,8 @@ func TestExitCodesAndHints(t *testing.T) {
 		{"the provider's own advice", fatal(&whatsapp.APIError{HTTPStatus: 400, Code: 131042, Type: "OAuthException"}), ExitFatal, "payment method"},
 		{"a fatal code without advice", fatal(&whatsapp.APIError{HTTPStatus: 400, Code: 131051, Type: "OAuthException"}), ExitFatal, "check --template"},
 		{"an error that is no API answer has no hint", errors.New("disk I/O error"), ExitFatal, ""},
+		{"a full disk", fmt.Errorf("record results: %w", errors.Join(errors.New("database or disk is full"), store.ErrDiskFull)), ExitFatal, "free space"},
+		{"a full disk under a file", &os.PathError{Op: "write", Path: "x", Err: syscall.ENOSPC}, ExitFatal, "free space"},
 		{"a newer checkpoint", fmt.Errorf("open: %w", store.ErrNewerSchema), ExitFatal, "upgrade bulksend"},
 		{"interrupted", fmt.Errorf("send: %w", context.Canceled), ExitUnfinished, "run the same command again"},
 		{"unreachable", engine.ErrUnreachable, ExitUnfinished, "check the network"},

@@ -201,10 +201,16 @@ func printReconcile(ios *IO, s reconcile.Summary, c campaign.Counts) {
 		}
 		fmt.Fprintf(w, "bulksend: reconcile: rows in doubt settled: %s\n", strings.Join(parts, ", "))
 	}
-	if s.Changed == 0 {
-		fmt.Fprintf(w, "bulksend: reconcile: nothing changed: these logs were applied before\n")
-	} else {
+	if s.Recovered > 0 {
+		fmt.Fprintf(w, "bulksend: reconcile: %d rows a stopped run left sending had no status: in doubt, then --unmatched applied\n", s.Recovered)
+	}
+	switch {
+	case s.Changed > 0 || s.Recovered > 0:
 		fmt.Fprintf(w, "bulksend: reconcile: %d rows changed, %d still in doubt\n", s.Changed, s.StillInDoubt)
+	case s.Matched > 0:
+		fmt.Fprintf(w, "bulksend: reconcile: nothing changed: these logs were applied before\n")
+	default:
+		fmt.Fprintf(w, "bulksend: reconcile: nothing changed: no status of this campaign in these logs\n")
 	}
 	fmt.Fprintf(w, "bulksend: campaign: %s\n", countsLine(c))
 }

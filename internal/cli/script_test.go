@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -65,11 +66,36 @@ func TestScripts(t *testing.T) {
 
 // sandbox [key=value…] starts a sandbox for the rest of the script and
 // points BULKSEND_API_URL at it. Its webhooks go to $WORK/webhooks.jsonl.
+// 'sandbox wait N' waits until it has had N requests (from a run in the
+// background); 'sandbox stop' stops it and flushes its webhook log.
 // Keys: seed, rate, latency, transient, permanent, late, latedelay, fail,
 // expired, template (NAME:PARAMS).
 func cmdSandbox(ts *testscript.TestScript, neg bool, args []string) {
 	if neg {
 		ts.Fatalf("unsupported: ! sandbox")
+	}
+	if len(args) > 0 && (args[0] == "stop" || args[0] == "wait") {
+		v, ok := sandboxes.Load(ts)
+		if !ok {
+			ts.Fatalf("sandbox %s: no sandbox running", args[0])
+		}
+		rs := v.(*scriptSandbox)
+		if args[0] == "stop" {
+			sandboxes.Delete(ts)
+			rs.stop()
+			return
+		}
+		if len(args) != 2 {
+			ts.Fatalf("usage: sandbox wait REQUESTS")
+		}
+		want, err := strconv.ParseInt(args[1], 10, 64)
+		ts.Check(err)
+		for deadline := time.Now().Add(30 * time.Second); rs.sb.Stats().Requests < want; time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				ts.Fatalf("sandbox: %d requests within 30 s, want %d", rs.sb.Stats().Requests, want)
+			}
+		}
+		return
 	}
 	cfg := sandbox.Config{Seed: 1, Rate: 80, Token: "test-token", ExpiredToken: "expired-token", PairInterval: -1}
 	for _, a := range args {
@@ -115,14 +141,25 @@ func cmdSandbox(ts *testscript.TestScript, neg bool, args []string) {
 	cfg.Webhooks = bw
 	sb := sandbox.New(cfg)
 	srv := httptest.NewServer(sb)
-	ts.Defer(func() {
+	stop := sync.OnceFunc(func() {
 		srv.Close()
 		sb.Close()
-		bw.Flush()
-		wh.Close()
+		ts.Check(bw.Flush())
+		ts.Check(wh.Close())
 	})
+	sandboxes.Store(ts, &scriptSandbox{sb, stop})
+	ts.Defer(stop)
 	ts.Setenv("BULKSEND_API_URL", srv.URL)
 	ts.Setenv("WHATSAPP_TOKEN", "test-token")
+}
+
+// sandboxes holds each script's running sandbox, for 'sandbox stop' and
+// 'sandbox wait'.
+var sandboxes sync.Map // *testscript.TestScript → *scriptSandbox
+
+type scriptSandbox struct {
+	sb   *sandbox.Server
+	stop func()
 }
 
 // fixture VERSION copies the checkpoint fixture of that schema version

@@ -54,6 +54,9 @@ type Checkpoint interface {
 	// all the deliveries given, and also the message ID, code and title
 	// of those in withIDs.
 	SaveDeliveries(ctx context.Context, withIDs, others []Delivery, now time.Time) error
+	// RecoverSending makes the rows a run left sending in doubt. Only
+	// called while no run can be sending: the caller holds the checkpoint.
+	RecoverSending(ctx context.Context, now time.Time) (int64, error)
 	// ApplyPolicy applies p to the rows in doubt whose last attempt was at
 	// or before cutoff (see campaign.Policy).
 	ApplyPolicy(ctx context.Context, p campaign.Policy, cutoff, now time.Time, maxAttempts int) (campaign.PolicyResult, error)
@@ -164,7 +167,10 @@ type Summary struct {
 	// went out, by their new status.
 	Corrected    map[string]int64 `json:"corrected"`
 	StillInDoubt int64            `json:"still_in_doubt"` // rows in doubt after the policy
-	Changed      int64            `json:"changed"`        // rows whose state changed; 0 when the logs were applied before
+	Changed      int64            `json:"changed"`        // rows whose state the statuses or the policy changed; 0 when the logs were applied before
+	// Recovered counts the rows a stopped run left sending that no status
+	// settled: they were made in doubt, then the policy applied to them.
+	Recovered int64 `json:"recovered_sending"`
 
 	Logs []Log `json:"logs,omitempty"` // per log, from Run
 }
@@ -323,9 +329,17 @@ func (rc *Reconciler) Read(ctx context.Context, name string, src Source) error {
 }
 
 // Finish applies the Unmatched policy to the rows still in doubt, once,
-// after the last log, and returns the summary of the whole reconcile.
+// after the last log, and returns the summary of the whole reconcile. Rows
+// a stopped run left sending, that no status settled, are in doubt first:
+// the caller holds the checkpoint, so no run is sending them, and a crash,
+// a reconcile and a run then finish a campaign.
 func (rc *Reconciler) Finish(ctx context.Context) (Summary, error) {
 	now := rc.opt.Now()
+	n, err := rc.cp.RecoverSending(ctx, now)
+	if err != nil {
+		return rc.summary(), err
+	}
+	rc.sum.Recovered = n
 	p, err := rc.cp.ApplyPolicy(ctx, rc.opt.Unmatched, now.Add(-rc.opt.Grace), now, rc.opt.MaxAttempts)
 	if err != nil {
 		return rc.summary(), err

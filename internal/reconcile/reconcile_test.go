@@ -341,6 +341,24 @@ func TestUnmatchedPolicy(t *testing.T) {
 	}
 }
 
+// TestRowsLeftSending: rows a stopped run left sending are settled by
+// their statuses like rows in doubt, and the rest get the policy after the
+// grace period, so that one reconcile and one run finish the campaign.
+func TestRowsLeftSending(t *testing.T) {
+	st := checkpoint(t, []seed{sendingRow(at(-7200)), sendingRow(at(-7200)), sendingRow(at(-60)), sentRow("w4", 1)})
+	sum := applyLog(t, st, ndjson(status("sent", "w1", 10, 1)), reconcile.Options{
+		Unmatched: campaign.Resend, Grace: time.Hour, Now: func() time.Time { return at(0) },
+	})
+	want := []string{"sent w1 sent@10", `pending "run ended while sending"`, `in_doubt "run ended while sending"`, "sent w4 sent@1"}
+	if got := rowsOf(t, st, 4); !slices.Equal(got, want) {
+		t.Errorf("rows:\n got %q\nwant %q", got, want)
+	}
+	wantSum := counts{Events: 1, Matched: 1, Applied: 1, Changed: 2, StillInDoubt: 1, Settled: settled{"sent": 1, reconcile.SettledResent: 1}}
+	if got := countsOf(sum); !reflect.DeepEqual(got, wantSum) || sum.Recovered != 2 {
+		t.Errorf("summary:\n got %+v, recovered %d\nwant %+v, recovered 2", got, sum.Recovered, wantSum)
+	}
+}
+
 func TestOptionErrors(t *testing.T) {
 	tests := []struct {
 		name string
@@ -598,7 +616,7 @@ func TestSummaryJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{"events", "matched", "applied", "foreign", "invalid", "not_status", "unknown",
-		"first_invalid_lines", "settled", "corrected", "still_in_doubt", "changed", "logs"}
+		"first_invalid_lines", "settled", "corrected", "still_in_doubt", "changed", "recovered_sending", "logs"}
 	for _, k := range want {
 		if _, ok := got[k]; !ok {
 			t.Errorf("no %q in %s", k, b)

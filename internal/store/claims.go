@@ -17,7 +17,8 @@ import (
 // Claim marks up to limit due pending rows of sender as sending, in one
 // committed transaction, and returns them. The write comes first so that
 // a crash after a request leaves can never make its row look unsent.
-func (s *Store) Claim(ctx context.Context, sender string, now time.Time, limit int) ([]engine.Job, error) {
+func (s *Store) Claim(ctx context.Context, sender string, now time.Time, limit int) (_ []engine.Job, err error) {
+	defer full(&err)
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, fmt.Errorf("claim: %w", err)
@@ -104,7 +105,8 @@ func (s *Store) NextDue(ctx context.Context, sender string) (t time.Time, ok boo
 
 // Record writes results in one transaction. Only rows still `sending` are
 // changed, so a result can never overwrite a settled row.
-func (s *Store) Record(ctx context.Context, results []engine.Result) error {
+func (s *Store) Record(ctx context.Context, results []engine.Result) (err error) {
+	defer full(&err)
 	if len(results) == 0 {
 		return nil
 	}
@@ -159,7 +161,8 @@ func (s *Store) Record(ctx context.Context, results []engine.Result) error {
 
 // RecoverSending marks rows a previous run left `sending` (it crashed or
 // was killed) as in doubt: their requests may have reached the API.
-func (s *Store) RecoverSending(ctx context.Context, now time.Time) (int64, error) {
+func (s *Store) RecoverSending(ctx context.Context, now time.Time) (_ int64, err error) {
+	defer full(&err)
 	res, err := s.db.ExecContext(ctx, `UPDATE recipients SET status = 'in_doubt', error_title = 'run ended while sending', updated_at = ? WHERE status = 'sending'`, ms(now))
 	if err != nil {
 		return 0, fmt.Errorf("recover sending rows: %w", err)

@@ -95,7 +95,8 @@ const deliveryBatch = 128
 // others alone spares its index. Reading the rows half as wide as a full
 // row, and writing them in multi-row statements, halves reconcile's cost
 // (BenchmarkReconcile).
-func (s *Store) SaveDeliveries(ctx context.Context, withIDs, others []reconcile.Delivery, now time.Time) error {
+func (s *Store) SaveDeliveries(ctx context.Context, withIDs, others []reconcile.Delivery, now time.Time) (err error) {
+	defer full(&err)
 	if len(withIDs)+len(others) == 0 {
 		return nil
 	}

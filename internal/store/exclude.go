@@ -11,7 +11,8 @@ import (
 // Exclude marks rows not yet sent whose phone is in the suppression list
 // skipped ("excluded"). next returns io.EOF after the last phone. It
 // returns how many rows it skipped.
-func (s *Store) Exclude(ctx context.Context, next func() (string, error)) (int64, error) {
+func (s *Store) Exclude(ctx context.Context, next func() (string, error)) (_ int64, err error) {
+	defer full(&err)
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return 0, fmt.Errorf("exclude: %w", err)

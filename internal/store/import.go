@@ -51,7 +51,8 @@ var filterSize = 16 << 20
 // called from another goroutine, so that reading overlaps with SQLite's
 // work. settings is called after the last row, so it can include what
 // reading the rows learnt (the file's hash).
-func (s *Store) Import(ctx context.Context, next func() (Row, error), settings func() Settings) (int64, error) {
+func (s *Store) Import(ctx context.Context, next func() (Row, error), settings func() Settings) (_ int64, err error) {
+	defer full(&err)
 	if _, err := s.Settings(ctx); err == nil {
 		return 0, errors.New("import: checkpoint already holds a campaign")
 	} else if !errors.Is(err, ErrNoSettings) {

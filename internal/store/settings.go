@@ -48,7 +48,8 @@ func (s *Store) Settings(ctx context.Context) (Settings, error) {
 // SaveSettings stores st. Rows waiting for a retry that have already used
 // st.MaxAttempts (it was lowered) are failed in the same transaction, so a
 // lower limit never allows one more send. It returns how many it failed.
-func (s *Store) SaveSettings(ctx context.Context, st Settings) (int64, error) {
+func (s *Store) SaveSettings(ctx context.Context, st Settings) (_ int64, err error) {
+	defer full(&err)
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return 0, fmt.Errorf("save settings: %w", err)

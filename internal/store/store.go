@@ -15,12 +15,14 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
+	"syscall"
 	"time"
 
-	_ "github.com/mattn/go-sqlite3" // the SQLite driver, registered as "sqlite3"
+	"github.com/mattn/go-sqlite3" // the SQLite driver, registered as "sqlite3"
 
 	"github.com/bulksend/bulksend/internal/engine"
 	"github.com/bulksend/bulksend/internal/reconcile"
@@ -86,6 +88,24 @@ func (s *Store) Close() error {
 
 // Path is the checkpoint's file name.
 func (s *Store) Path() string { return s.path }
+
+// ErrDiskFull marks a write that failed for want of disk space: errors.Is
+// finds it in the errors of every method that writes.
+var ErrDiskFull = errors.New("disk full")
+
+type diskFullError struct{ error }
+
+func (e diskFullError) Is(target error) bool { return target == ErrDiskFull }
+func (e diskFullError) Unwrap() error        { return e.error }
+
+// full marks err as ErrDiskFull when SQLite or the system says the disk is
+// full; the caller defers it: defer full(&err).
+func full(err *error) {
+	var se sqlite3.Error
+	if *err != nil && ((errors.As(*err, &se) && se.Code == sqlite3.ErrFull) || errors.Is(*err, syscall.ENOSPC)) {
+		*err = diskFullError{*err}
+	}
+}
 
 type execer interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)

@@ -416,3 +416,24 @@ func TestPolicyIsAllOrNothing(t *testing.T) {
 		return
 	}
 }
+
+// TestDiskFull: a write that fails for want of space says so, so that the
+// CLI can tell the operator to free space rather than guess.
+func TestDiskFull(t *testing.T) {
+	s, err := Open(filepath.Join(t.TempDir(), "c.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	// SQLite's own limit stands in for a full disk: the same SQLITE_FULL.
+	if _, err := s.db.Exec(`PRAGMA max_page_count = 16`); err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Import(context.Background(), rowsOf(phones(20000, "A")...), func() Settings { return Settings{} })
+	if !errors.Is(err, ErrDiskFull) {
+		t.Fatalf("import into a full checkpoint: %v, want ErrDiskFull", err)
+	}
+	if _, err := s.Settings(context.Background()); !errors.Is(err, ErrNoSettings) {
+		t.Fatalf("a failed import left settings: %v", err)
+	}
+}
