@@ -50,6 +50,7 @@ func skipped() seed { return seed{skip: true} }
 func inDoubt(t time.Time, attempts int) seed {
 	return seed{attempts: attempts, at: t, s: state{Status: campaign.InDoubt, Title: "context deadline exceeded"}}
 }
+
 // sendingRow is a row a stopped run left sending, claimed at t.
 func sendingRow(t time.Time) seed {
 	return seed{attempts: 1, at: t, s: state{Status: campaign.Sending}}
