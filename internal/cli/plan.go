@@ -3,8 +3,10 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/bulksend/bulksend/internal/store"
@@ -22,10 +24,7 @@ func printPlan(ctx context.Context, ios *IO, st *store.Store, s store.Settings) 
 	fmt.Fprintf(w, "plan: template %s/%s, %d parameter column(s) %v\n", s.Template, s.Lang, len(s.Params), s.Params)
 	fmt.Fprintf(w, "rows: %d total, %d to send, %d skipped, %d in doubt, %d already settled\n",
 		c.Total, c.Pending, c.Skipped, c.InDoubt, c.Sent+c.Delivered+c.Read+c.Failed)
-	keys := slices.Sorted(maps.Keys(r.Skipped))
-	for _, k := range keys {
-		fmt.Fprintf(w, "  skipped %-10s %d\n", k, r.Skipped[k])
-	}
+	printSkipped(w, "  skipped ", r)
 	var slowest time.Duration
 	for _, sc := range r.BySender {
 		d := time.Duration(0)
@@ -40,4 +39,19 @@ func printPlan(ctx context.Context, ios *IO, st *store.Store, s store.Settings) 
 	}
 	fmt.Fprintln(w, "dry run: nothing was sent")
 	return nil
+}
+
+// printSkipped prints each kind of skip with its count and its first row,
+// which is what an operator needs to find the others in the file.
+func printSkipped(w io.Writer, prefix string, r store.Report) {
+	for _, k := range slices.Sorted(maps.Keys(r.Skipped)) {
+		fmt.Fprintf(w, "%s%-10s %8d", prefix, k, r.Skipped[k])
+		if e, ok := r.SkipExamples[k]; ok {
+			fmt.Fprintf(w, "  e.g. line %d: %s", e.Line, e.Reason)
+			if e.Phone != "" && !strings.Contains(e.Reason, e.Phone) {
+				fmt.Fprintf(w, " (%s)", e.Phone)
+			}
+		}
+		fmt.Fprintln(w)
+	}
 }

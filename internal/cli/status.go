@@ -4,9 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"os"
-	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -62,20 +60,21 @@ func openExisting(db string) (*store.Store, error) {
 
 type statusJSON struct {
 	campaign.Counts
-	CampaignID  string                      `json:"campaign_id"`
-	Template    string                      `json:"template"`
-	Retrying    int64                       `json:"retrying"`
-	NextRetry   string                      `json:"next_retry,omitempty"`
-	RatePerSec  float64                     `json:"rate_last_minute"`
-	ETASeconds  float64                     `json:"eta_seconds,omitempty"`
-	Errors      []store.ErrorCount          `json:"errors"`
-	Senders     []store.SenderCount         `json:"senders"`
-	Skipped     map[campaign.SkipKind]int64 `json:"skipped_by_reason"`
-	DeliveryP50 float64                     `json:"time_to_delivered_p50_seconds,omitempty"`
-	DeliveryP90 float64                     `json:"time_to_delivered_p90_seconds,omitempty"`
-	DeliveryP99 float64                     `json:"time_to_delivered_p99_seconds,omitempty"`
-	Deliveries  int                         `json:"deliveries_timed"`
-	LockedBy    string                      `json:"running,omitempty"`
+	CampaignID   string                                  `json:"campaign_id"`
+	Template     string                                  `json:"template"`
+	Retrying     int64                                   `json:"retrying"`
+	NextRetry    string                                  `json:"next_retry,omitempty"`
+	RatePerSec   float64                                 `json:"rate_last_minute"`
+	ETASeconds   float64                                 `json:"eta_seconds,omitempty"`
+	Errors       []store.ErrorCount                      `json:"errors"`
+	Senders      []store.SenderCount                     `json:"senders"`
+	Skipped      map[campaign.SkipKind]int64             `json:"skipped_by_reason"`
+	SkipExamples map[campaign.SkipKind]store.SkipExample `json:"skipped_examples"`
+	DeliveryP50  float64                                 `json:"time_to_delivered_p50_seconds,omitempty"`
+	DeliveryP90  float64                                 `json:"time_to_delivered_p90_seconds,omitempty"`
+	DeliveryP99  float64                                 `json:"time_to_delivered_p99_seconds,omitempty"`
+	Deliveries   int                                     `json:"deliveries_timed"`
+	LockedBy     string                                  `json:"running,omitempty"`
 }
 
 func runStatus(ctx context.Context, ios *IO, o *statusOptions) error {
@@ -95,7 +94,7 @@ func runStatus(ctx context.Context, ios *IO, o *statusOptions) error {
 	out := statusJSON{
 		Counts: r.Counts, CampaignID: settings.CampaignID, Template: settings.Template,
 		Retrying: r.Retrying, RatePerSec: float64(r.SentLast) / 60, Errors: r.ByError,
-		Senders: r.BySender, Skipped: r.Skipped, Deliveries: len(r.Deliveries),
+		Senders: r.BySender, Skipped: r.Skipped, SkipExamples: r.SkipExamples, Deliveries: len(r.Deliveries),
 	}
 	if out.Errors == nil {
 		out.Errors = []store.ErrorCount{}
@@ -130,11 +129,8 @@ func runStatus(ctx context.Context, ios *IO, o *statusOptions) error {
 		fmt.Fprintf(w, "%-10s %10d\n", s.name, s.n)
 	}
 	if len(r.Skipped) > 0 {
-		keys := slices.Sorted(maps.Keys(r.Skipped))
 		fmt.Fprintf(w, "\nskipped by reason:\n")
-		for _, k := range keys {
-			fmt.Fprintf(w, "  %-12s %10d\n", k, r.Skipped[k])
-		}
+		printSkipped(w, "  ", r)
 	}
 	if len(r.ByError) > 0 {
 		fmt.Fprintf(w, "\nerrors (last error of each row):\n")

@@ -31,11 +31,22 @@ type Report struct {
 	ByError    []ErrorCount  // failed, retrying and in-doubt rows by last error
 	BySender   []SenderCount // per sender number
 	Skipped    map[campaign.SkipKind]int64
+	// SkipExamples holds, for each kind in Skipped, its first row: what
+	// an operator looks at to fix the file.
+	SkipExamples map[campaign.SkipKind]SkipExample
 	Retrying   int64     // pending rows with attempts behind them
 	NextRetry  time.Time // when the earliest of them is due
 	SentLast   int64     // rows accepted in the minute before At
 	At         time.Time
 	Deliveries []time.Duration // sorted time from sent to delivered, for percentiles
+}
+
+// SkipExample is one skipped row, to show what a kind of skip looks like.
+type SkipExample struct {
+	Row    int64  `json:"row"`
+	Line   int64  `json:"line"`  // the CSV line it starts on
+	Phone  string `json:"phone"` // as written when it was invalid
+	Reason string `json:"reason"`
 }
 
 // ErrorCount counts rows by status and error code.
@@ -75,16 +86,17 @@ func (s *Store) query(ctx context.Context, query string, scan func(*sql.Rows) er
 // so the sort that grouping needs covers only the rows past pending: before
 // sending starts it costs next to nothing.
 func (s *Store) Breakdown(ctx context.Context) (Report, error) {
-	r := Report{Skipped: map[campaign.SkipKind]int64{}}
+	r := Report{Skipped: map[campaign.SkipKind]int64{}, SkipExamples: map[campaign.SkipKind]SkipExample{}}
 	bySender := map[string]*campaign.Counts{}
+	first := map[campaign.SkipKind]int64{} // the first row of each skip kind
 	err := s.query(ctx, `
-		SELECT sender, status, '', COUNT(*) FROM recipients WHERE status = 'pending' GROUP BY sender
+		SELECT sender, status, '', COUNT(*), 0 FROM recipients WHERE status = 'pending' GROUP BY sender
 		UNION ALL
-		SELECT sender, status, CASE WHEN status = 'skipped' THEN COALESCE(skip_kind, `+legacySkipKind+`) ELSE '' END, COUNT(*)
+		SELECT sender, status, CASE WHEN status = 'skipped' THEN COALESCE(skip_kind, `+legacySkipKind+`) ELSE '' END, COUNT(*), MIN(row)
 		FROM recipients WHERE status <> 'pending' GROUP BY 1, 2, 3`, func(rows *sql.Rows) error {
 		var sender, st, kind string
-		var n int64
-		if err := rows.Scan(&sender, &st, &kind, &n); err != nil {
+		var n, row int64
+		if err := rows.Scan(&sender, &st, &kind, &n, &row); err != nil {
 			return err
 		}
 		c := bySender[sender]
@@ -95,10 +107,25 @@ func (s *Store) Breakdown(ctx context.Context) (Report, error) {
 		c.Add(campaign.Status(st), n)
 		r.Counts.Add(campaign.Status(st), n)
 		if st == string(campaign.Skipped) {
-			r.Skipped[campaign.SkipKind(kind)] += n
+			k := campaign.SkipKind(kind)
+			r.Skipped[k] += n
+			if f, ok := first[k]; !ok || row < f {
+				first[k] = row
+			}
 		}
 		return nil
 	})
+	for k, row := range first {
+		if err != nil {
+			break
+		}
+		e := SkipExample{Row: row}
+		err = s.db.QueryRowContext(ctx, `SELECT line, phone, COALESCE(reason, '') FROM recipients WHERE row = ?`, row).Scan(&e.Line, &e.Phone, &e.Reason)
+		if err != nil {
+			err = fmt.Errorf("report: %w", err)
+		}
+		r.SkipExamples[k] = e
+	}
 	for sender, c := range bySender {
 		r.BySender = append(r.BySender, SenderCount{Sender: sender, Counts: *c})
 	}
