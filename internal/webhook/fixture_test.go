@@ -4,12 +4,14 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
 
 // TestFixtures reads the example logs in testdata/webhook, plain and
-// gzipped, as NDJSON and as an indented JSON array.
+// gzipped: NDJSON, an indented JSON array, and pretty-printed bodies one
+// after the other.
 func TestFixtures(t *testing.T) {
 	const (
 		wam1 = "wamid.HBgLMTY1MDUwNzY1MjAVAgARGBI5QTNDQTVCM0Q0Q0Q2RTY3RTcA"
@@ -31,10 +33,13 @@ func TestFixtures(t *testing.T) {
 		{WAMID: wam1, Status: "played", Timestamp: at(1750030700), RecipientID: "16505551234", PhoneNumberID: pnid, Line: 10},
 	}
 	wantCounts := Counts{Lines: 10, Bodies: 7, Statuses: 8, NotStatus: 3, FirstNotStatus: []int{5, 6, 7}}
+	// Where each of the ten records starts in the pretty-printed file (in
+	// the others, record n is line or element n).
+	prettyLines := []int{1, 43, 85, 114, 154, 193, 214, 244, 286, 322}
 
 	dir := t.TempDir()
 	var paths []string
-	for _, name := range []string{"meta-examples.ndjson", "meta-examples.json"} {
+	for _, name := range []string{"meta-examples.ndjson", "meta-examples.json", "meta-examples.pretty.json"} {
 		src := filepath.Join("..", "..", "testdata", "webhook", name)
 		b, err := os.ReadFile(src)
 		if err != nil {
@@ -48,6 +53,13 @@ func TestFixtures(t *testing.T) {
 	}
 	for _, path := range paths {
 		t.Run(filepath.Base(path), func(t *testing.T) {
+			want, wantCounts := slices.Clone(want), wantCounts
+			if strings.HasPrefix(filepath.Base(path), "meta-examples.pretty.json") {
+				for i := range want {
+					want[i].Line = prettyLines[want[i].Line-1]
+				}
+				wantCounts.FirstNotStatus = []int{prettyLines[4], prettyLines[5], prettyLines[6]}
+			}
 			rc, err := Open(path, nil)
 			if err != nil {
 				t.Fatal(err)

@@ -32,16 +32,30 @@ func seeds() []string {
 // takes seconds an input (one byte at a time) and finds nothing new.
 const maxFuzz = 64 << 10
 
-// FuzzReader feeds arbitrary logs to a Reader. It must not panic, its
-// counts must add up, and the statuses must be those the encoding/json
-// reference (refParse) finds line by line; reading one byte at a time must
-// not change anything.
+// FuzzReader feeds arbitrary logs to a Reader. For any input it must not
+// panic, its counts must add up and cover the whole input, reading in small
+// chunks or with a buffer that starts tiny must not change anything, and the
+// buffer must stay within max+1 bytes. Then two properties tie the splitting
+// of a log into records to the encoding/json reference (refParse):
+//
+//   - forms: the lines of the input that are one JSON object each, written
+//     as NDJSON, pretty-printed (CRLF), concatenated, as a JSON array, and
+//     in a mix of these, read as the same records with the same statuses,
+//     numbered as the Reader's doc says;
+//   - recovery: whatever text comes before it (with '[' and ']' taken out,
+//     as an array left open rightly swallows the rest), a body on a line of
+//     its own is read, at its line.
 func FuzzReader(f *testing.F) {
 	s := seeds()
 	f.Add([]byte(strings.Join(s[:3], "\r\n\n")))
 	f.Add([]byte("[" + s[0] + "," + s[1] + "]\n" + s[2] + "\n"))
 	f.Add([]byte("[" + s[0] + ",,"))
 	f.Add([]byte("\n\n  \t\r\n"))
+	f.Add([]byte(pretty(s[0], "") + "\n" + pretty(s[1], "  ") + s[2]))
+	f.Add([]byte(s[0] + s[1] + " " + s[2]))
+	f.Add([]byte(pretty(s[0], "")[:300] + "\n" + pretty(s[1], "") + "\n" + s[2]))
+	f.Add([]byte("2026-11-29 POST /webhook\n" + pretty(s[0], "") + "\nINFO ok\n{\"a\":[}\n" + s[1]))
+	f.Add([]byte(`{"a":"x` + "\n" + `{"b":` + s[0] + "\n" + s[1]))
 	for _, rec := range s[3:] {
 		f.Add([]byte(rec + "\n" + rec))
 		f.Add([]byte("[" + rec + "]"))
@@ -50,52 +64,166 @@ func FuzzReader(f *testing.F) {
 		if len(in) > maxFuzz {
 			t.Skip()
 		}
-		r := NewReader(bytes.NewReader(in))
-		got, c, err := readAll(r)
-		if err != nil {
-			t.Fatalf("read: %v", err)
-		}
-		if c.Lines != c.Bodies+c.NotStatus+c.Invalid {
-			t.Fatalf("counts do not add up: %+v", c)
-		}
-		if c.Statuses != int64(len(got)) || c.Bodies > c.Statuses || (c.Bodies == 0) != (c.Statuses == 0) {
-			t.Fatalf("read %d statuses, counts %+v", len(got), c)
-		}
-		// (Line numbers need not increase: "[0]\n0" has element 1, then line 2.)
-		if int64(len(c.FirstInvalid)) != min(c.Invalid, keepFirst) || int64(len(c.FirstNotStatus)) != min(c.NotStatus, keepFirst) {
-			t.Fatalf("first lines do not match counts: %+v", c)
-		}
-		for _, s := range got {
-			if s.WAMID == "" || s.Status == "" || s.Line < 1 {
-				t.Fatalf("status without id, status or line: %+v", s)
-			}
-		}
+		got, c := checkReader(t, in)
 
-		got1, c1, err := readAll(NewReader(&chunkReader{b: in}))
+		grown := NewReader(bytes.NewReader(in))
+		grown.buf, grown.max = make([]byte, 1), len(in)+1 // every record fits
+		got1, c1, err := readAll(grown)
 		if err != nil || !slices.Equal(got, got1) || !equalCounts(c, c1) {
-			t.Fatalf("in small chunks: %v\n %v %+v\nwant %v %+v", err, got1, c1, got, c)
+			t.Fatalf("with a buffer growing from 1 byte: %v\n %v %+v\nwant %v %+v", err, got1, c1, got, c)
+		}
+		if len(grown.buf) > grown.max+1 {
+			t.Fatalf("buffer grew to %d bytes, max is %d", len(grown.buf), grown.max)
 		}
 
 		small := NewReader(bytes.NewReader(in))
-		small.max = 16
+		small.buf, small.max = make([]byte, 4), 16
 		_, cs, err := readAll(small)
-		if err != nil || cs.Lines != cs.Bodies+cs.NotStatus+cs.Invalid {
+		if err != nil || cs.Lines != cs.Bodies+cs.NotStatus+cs.Invalid || cs.Bytes != int64(len(in)) {
 			t.Fatalf("with a 16-byte maximum: %v, counts %+v", err, cs)
 		}
-
-		// Newline-delimited input: check every line against the reference.
-		text := bytes.TrimPrefix(in, bom)
-		if head := trimSpace(text); len(head) > 0 && head[0] == '[' {
-			return
+		if len(small.buf) > small.max+1 {
+			t.Fatalf("buffer grew to %d bytes with a 16-byte maximum", len(small.buf))
 		}
+
+		var recs [][]byte
+		for line := range bytes.Lines(in) {
+			if rec := trimSpace(line); len(rec) > 0 && rec[0] == '{' && json.Valid(rec) {
+				recs = append(recs, rec)
+			}
+		}
+		checkForms(t, recs)
+		checkRecovery(t, in)
+	})
+}
+
+// checkReader reads in whole and in small chunks and checks what holds for
+// any input.
+func checkReader(t *testing.T, in []byte) ([]Status, Counts) {
+	t.Helper()
+	r := NewReader(bytes.NewReader(in))
+	got, c, err := readAll(r)
+	if err != nil {
+		t.Fatalf("read: %v", err)
+	}
+	if c.Lines != c.Bodies+c.NotStatus+c.Invalid {
+		t.Fatalf("counts do not add up: %+v", c)
+	}
+	if c.Statuses != int64(len(got)) || c.Bodies > c.Statuses || (c.Bodies == 0) != (c.Statuses == 0) {
+		t.Fatalf("read %d statuses, counts %+v", len(got), c)
+	}
+	if c.Bytes != int64(len(in)) || c.TextLines != textLines(string(in)) {
+		t.Fatalf("read %d bytes, %d lines of %d, %d", c.Bytes, c.TextLines, len(in), textLines(string(in)))
+	}
+	// (Numbers need not increase: "[0]\n0" has element 1, then line 2.)
+	if int64(len(c.FirstInvalid)) != min(c.Invalid, keepFirst) || int64(len(c.FirstNotStatus)) != min(c.NotStatus, keepFirst) {
+		t.Fatalf("first numbers do not match counts: %+v", c)
+	}
+	for _, s := range got {
+		if s.WAMID == "" || s.Status == "" || s.Line < 1 || int64(s.Line) > max(c.TextLines, c.Lines) {
+			t.Fatalf("status without id, status or a possible number: %+v", s)
+		}
+	}
+	got1, c1, err := readAll(NewReader(&chunkReader{b: in}))
+	if err != nil || !slices.Equal(got, got1) || !equalCounts(c, c1) || c1.TextLines != c.TextLines {
+		t.Fatalf("in small chunks: %v\n %v %+v\nwant %v %+v", err, got1, c1, got, c)
+	}
+	return got, c
+}
+
+// checkForms checks that recs, valid JSON objects, read the same in every
+// form a log takes.
+func checkForms(t *testing.T, recs [][]byte) {
+	t.Helper()
+	if len(recs) == 0 {
+		return
+	}
+	compact := make([][]byte, len(recs))
+	indented := make([][]byte, len(recs))
+	for i, rec := range recs {
+		var b bytes.Buffer
+		if err := json.Compact(&b, rec); err != nil {
+			t.Fatal(err)
+		}
+		compact[i] = b.Bytes()
+		ind, err := json.MarshalIndent(json.RawMessage(rec), "", "  ")
+		if err != nil {
+			t.Fatal(err)
+		}
+		indented[i] = bytes.ReplaceAll(ind, []byte("\n"), []byte("\r\n"))
+	}
+
+	type form struct {
+		name string
+		log  []byte
+		nums []int // number of each record
+	}
+	var forms []form
+	add := func(name string, build func(i int, b *bytes.Buffer, line, elem int) int) {
+		var b bytes.Buffer
+		nums := make([]int, len(recs))
+		line, elem := 1, 0
+		for i := range recs {
+			start := b.Len()
+			nums[i] = build(i, &b, line, elem)
+			if nums[i] < 0 { // an element
+				elem++
+				nums[i] = elem
+			}
+			line += bytes.Count(b.Bytes()[start:], []byte("\n"))
+		}
+		forms = append(forms, form{name, b.Bytes(), nums})
+	}
+	add("ndjson", func(i int, b *bytes.Buffer, line, _ int) int {
+		b.Write(compact[i])
+		b.WriteByte('\n')
+		return line
+	})
+	add("pretty crlf", func(i int, b *bytes.Buffer, line, _ int) int {
+		b.Write(indented[i])
+		b.WriteString("\r\n")
+		return line
+	})
+	add("concatenated", func(i int, b *bytes.Buffer, line, _ int) int {
+		b.Write(compact[i])
+		return line
+	})
+	add("array", func(i int, b *bytes.Buffer, line, _ int) int {
+		if i == 0 {
+			b.WriteString("[\n")
+		} else {
+			b.WriteString(",\n")
+		}
+		b.Write(indented[i])
+		if i == len(recs)-1 {
+			b.WriteString("\n]")
+		}
+		return -1
+	})
+	add("mixed", func(i int, b *bytes.Buffer, line, _ int) int {
+		switch i % 4 {
+		case 0:
+			b.Write(indented[i])
+			b.WriteString(" ")
+		case 1:
+			b.Write(compact[i])
+			b.WriteString("\n")
+		case 2:
+			b.Write(compact[i]) // the next one follows on the same line
+		default:
+			b.WriteString("[")
+			b.Write(compact[i])
+			b.WriteString("]\n")
+			return -1
+		}
+		return line
+	})
+
+	for _, fm := range forms {
 		var want []Status
 		var wc Counts
-		for i, line := range bytes.Split(text, []byte{'\n'}) {
-			rec := trimSpace(line)
-			if len(rec) == 0 {
-				continue
-			}
-			k, sts := refParse(rec, i+1)
+		for i, rec := range recs {
+			k, sts := refParse(rec, fm.nums[i])
 			wc.Lines++
 			switch k {
 			case kindStatus:
@@ -105,19 +233,42 @@ func FuzzReader(f *testing.F) {
 			case kindNotStatus:
 				wc.NotStatus++
 				if len(wc.FirstNotStatus) < keepFirst {
-					wc.FirstNotStatus = append(wc.FirstNotStatus, i+1)
+					wc.FirstNotStatus = append(wc.FirstNotStatus, fm.nums[i])
 				}
 			default:
 				wc.Invalid++
 				if len(wc.FirstInvalid) < keepFirst {
-					wc.FirstInvalid = append(wc.FirstInvalid, i+1)
+					wc.FirstInvalid = append(wc.FirstInvalid, fm.nums[i])
 				}
 			}
 		}
+		got, c := checkReader(t, fm.log)
 		if !slices.Equal(got, want) || !equalCounts(c, wc) {
-			t.Fatalf("reader and reference differ:\n got %v %+v\nwant %v %+v", got, c, want, wc)
+			t.Fatalf("%s: reader and reference differ:\n got %v %+v\nwant %v %+v\nlog %q", fm.name, got, c, want, wc, fm.log)
 		}
-	})
+	}
+}
+
+// checkRecovery checks that a body on its own line after the text of in is
+// read, unless in leaves a top-level array open (its '[' are taken out).
+func checkRecovery(t *testing.T, in []byte) {
+	t.Helper()
+	text := bytes.Clone(in)
+	for i, c := range text {
+		switch c {
+		case '[':
+			text[i] = '('
+		case ']':
+			text[i] = ')'
+		}
+	}
+	body := hook(st("w.recovered", "read"))
+	log := append(append(text, '\n'), body+"\n"...)
+	got, _ := checkReader(t, log)
+	want := want("w.recovered", "read", bytes.Count(text, []byte("\n"))+2)
+	if len(got) == 0 || got[len(got)-1] != want {
+		t.Fatalf("the body after the text was not read last:\n got %v\nwant %v\nlog %q", got, want, log)
+	}
 }
 
 // chunkReader returns b in chunks of 1 to 7 bytes, so that records and

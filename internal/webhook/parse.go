@@ -50,9 +50,23 @@ type scanner struct {
 	pnid string   // last phone_number_id, reused to save an allocation
 }
 
-// parse decodes rec (non-blank, trimmed) and appends its statuses to s.out.
+// parse decodes rec, which must be one JSON value with nothing but
+// whitespace around it, and appends its statuses to s.out.
 func (s *scanner) parse(rec []byte, line int) kind {
-	s.data, s.i, s.depth, s.syntax, s.why, s.line = rec, 0, 0, false, "", line
+	k := s.decode(rec, line)
+	if !s.syntax && !s.end() {
+		s.why = whySyntax
+		return kindInvalid
+	}
+	return k
+}
+
+// decode decodes the JSON value at the start of data (after whitespace) and
+// appends its statuses to s.out. It leaves s.i just after the value and
+// does not look at what follows, so that a Reader can take one value off a
+// line that holds more. A syntax error sets s.syntax.
+func (s *scanner) decode(data []byte, line int) kind {
+	s.data, s.i, s.depth, s.syntax, s.why, s.line = data, 0, 0, false, "", line
 	s.out = s.out[:0]
 	var good bool
 	if s.peek() == '{' {
@@ -61,7 +75,7 @@ func (s *scanner) parse(rec []byte, line int) kind {
 		s.skip()
 		s.bad(whyShape)
 	}
-	if s.syntax || !s.end() {
+	if s.syntax {
 		s.why = whySyntax
 		return kindInvalid
 	}

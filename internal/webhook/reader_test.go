@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -77,13 +78,7 @@ func TestReader(t *testing.T) {
 	with := func(s Status, f func(*Status)) Status { f(&s); return s }
 	long := `{"object":"x","pad":"` + strings.Repeat(`],[{"\"`, 40) + `"}`
 
-	tests := []struct {
-		name  string
-		in    string
-		max   int // 0: MaxRecord
-		want  []Status
-		count Counts
-	}{
+	tests := []readerTest{
 		{
 			name:  "ndjson",
 			in:    lines(h1, h2, h3),
@@ -226,13 +221,17 @@ func TestReader(t *testing.T) {
 				FirstNotStatus: []int{1, 2, 3, 4, 5}},
 		},
 		{
+			// "hello" is one record up to line 3; "{" and "}" are one object
+			// ({}, not a body); lines 5 to 7 are one record (none starts with
+			// '{' or '['); [1,2] is an array of two elements, numbered 1 and 2;
+			// line 16 holds two bodies, line 17 a body and a stray ','.
 			name: "garbage lines",
 			in: lines(h1, "hello", "{", "}", "null", "123", `"x"`, `[1,2]`, `{"foo":1}`, `{"entry":5}`,
 				`{"object":"whatsapp_business_account"}`, `{"entry":{}}`, `{"entry":[1]}`, `{"entry":[{"changes":{}}]}`,
 				"\x00\x01\x02", `{"entry":[]} {"entry":[]}`, `{"entry":[]},`, h2),
 			want: []Status{w1, at(w2, 18)},
-			count: Counts{Lines: 18, Bodies: 2, Statuses: 2, Invalid: 16,
-				FirstInvalid: []int{2, 3, 4, 5, 6}},
+			count: Counts{Lines: 18, Bodies: 2, Statuses: 2, NotStatus: 3, Invalid: 13,
+				FirstInvalid: []int{2, 3, 5, 1, 2}, FirstNotStatus: []int{16, 16, 17}},
 		},
 		{
 			name:  "truncated json",
@@ -420,6 +419,29 @@ func TestReader(t *testing.T) {
 			count: Counts{Lines: 8, NotStatus: 1, Invalid: 7, FirstNotStatus: []int{2}, FirstInvalid: []int{1, 3, 4, 5, 6}},
 		},
 	}
+	runReaderTests(t, tests)
+}
+
+// readerTest is a case of TestReader and TestReaderValues.
+type readerTest struct {
+	name  string
+	in    string
+	max   int // 0: MaxRecord
+	want  []Status
+	count Counts // Bytes and TextLines are checked against in
+}
+
+// textLines is what Counts.TextLines must say after reading in.
+func textLines(in string) int64 {
+	n := int64(strings.Count(in, "\n"))
+	if in != "" && !strings.HasSuffix(in, "\n") {
+		n++
+	}
+	return n
+}
+
+// runReaderTests reads each case whole and in small pieces.
+func runReaderTests(t *testing.T, tests []readerTest) {
 	readers := []struct {
 		name string
 		wrap func(io.Reader) io.Reader
@@ -427,6 +449,7 @@ func TestReader(t *testing.T) {
 		{"whole", func(r io.Reader) io.Reader { return r }},
 		{"one byte at a time", iotest.OneByteReader},
 		{"data with EOF", iotest.DataErrReader},
+		{"chunks of 1 to 7 bytes", func(r io.Reader) io.Reader { b, _ := io.ReadAll(r); return &chunkReader{b: b} }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -445,6 +468,9 @@ func TestReader(t *testing.T) {
 				if !equalCounts(count, tt.count) {
 					t.Errorf("%s: counts:\n got %+v\nwant %+v", rd.name, count, tt.count)
 				}
+				if count.Bytes != int64(len(tt.in)) || count.TextLines != textLines(tt.in) {
+					t.Errorf("%s: read %d bytes, %d lines; want %d, %d", rd.name, count.Bytes, count.TextLines, len(tt.in), textLines(tt.in))
+				}
 				if _, err := r.Next(); err != io.EOF {
 					t.Errorf("%s: Next after the end = %v, want io.EOF", rd.name, err)
 				}
@@ -461,20 +487,23 @@ func equalCounts(a, b Counts) bool {
 
 // TestReaderMaxRecord checks the real limit: a record of exactly MaxRecord
 // bytes is decoded, one byte more is skipped as invalid, and the buffer
-// never grows past MaxRecord+1.
+// never grows past MaxRecord+1. The padding is inside the object: the
+// whitespace between top-level values is not part of a record.
 func TestReaderMaxRecord(t *testing.T) {
 	if testing.Short() {
-		t.Skip("allocates about 100 MB")
+		t.Skip("allocates about 150 MB")
 	}
 	h := hook(st("w1", "sent"))
-	atMax := strings.Repeat(" ", MaxRecord-len(h)) + h
-	overMax := " " + atMax
+	pad := func(n int, sep string) string { return "{" + sep + strings.Repeat(" ", n-len(h)-len(sep)) + h[1:] }
+	atMax, overMax := pad(MaxRecord, ""), pad(MaxRecord+1, "")
+	atMaxPretty, overMaxPretty := pad(MaxRecord, "\n"), pad(MaxRecord+1, "\n") // scanned, not decoded from a line
 	tests := []struct {
 		name  string
 		in    string
 		count Counts
 	}{
 		{"lines", lines(atMax, overMax, h), Counts{Lines: 3, Bodies: 2, Statuses: 2, Invalid: 1, FirstInvalid: []int{2}}},
+		{"multi-line", lines(atMaxPretty, overMaxPretty, h), Counts{Lines: 3, Bodies: 2, Statuses: 2, Invalid: 1, FirstInvalid: []int{3}}},
 		{"array", "[" + atMax + "," + overMax + "," + h + "]", Counts{Lines: 3, Bodies: 2, Statuses: 2, Invalid: 1, FirstInvalid: []int{2}}},
 	}
 	for _, tt := range tests {
@@ -494,10 +523,17 @@ func TestReaderMaxRecord(t *testing.T) {
 	}
 }
 
+// Forms of a generated log.
+const (
+	formNDJSON = "ndjson"
+	formArray  = "array"
+	formPretty = "pretty" // pretty-printed bodies, one after the other
+)
+
 // genReader produces a log of n one-status bodies without holding it in
-// memory, as NDJSON or as a JSON array.
+// memory, in one of the forms above.
 type genReader struct {
-	line    []byte // template line; the status number goes at digits
+	line    []byte // template body; the status number goes at digits
 	digits  int
 	n, next int
 	array   bool
@@ -505,10 +541,13 @@ type genReader struct {
 	buf     []byte
 }
 
-func newGenReader(n int, array bool) *genReader {
+func newGenReader(n int, form string) *genReader {
 	line := Body(pnid, Status{WAMID: "wamid.0000000000", Status: "delivered", Timestamp: t0, RecipientID: "16505551234",
 		CallbackData: "bulksend:c:0000000000"})
-	return &genReader{line: line, digits: bytes.Index(line, []byte("0000000000")), n: n, array: array}
+	if form == formPretty {
+		line = []byte(pretty(string(line), ""))
+	}
+	return &genReader{line: line, digits: bytes.Index(line, []byte("0000000000")), n: n, array: form == formArray}
 }
 
 func (g *genReader) Read(p []byte) (int, error) {
@@ -543,16 +582,16 @@ func (g *genReader) Read(p []byte) (int, error) {
 }
 
 // TestReaderStreamsLargeLog reads a generated log of ~25 MB (400 times the
-// Reader's buffer) and checks that memory stays what it was at the start:
+// Reader's buffer; ~50 MB pretty-printed) and checks that memory stays what it was at the start:
 // the buffer never grows.
 func TestReaderStreamsLargeLog(t *testing.T) {
 	n := 40000
 	if testing.Short() {
 		n = 5000
 	}
-	for _, array := range []bool{false, true} {
-		t.Run(fmt.Sprintf("array=%v", array), func(t *testing.T) {
-			r := NewReader(newGenReader(n, array))
+	for _, form := range []string{formNDJSON, formArray, formPretty} {
+		t.Run(form, func(t *testing.T) {
+			r := NewReader(newGenReader(n, form))
 			size := len(r.buf)
 			count := 0
 			for {
@@ -596,6 +635,9 @@ func TestReaderReadError(t *testing.T) {
 		{"array", "[" + h1 + "," + h2[:20], 1, Counts{Lines: 1, Bodies: 1, Statuses: 1}},
 		{"array, error after a comma", "[" + h1 + ",", 1, Counts{Lines: 1, Bodies: 1, Statuses: 1}},
 		{"array, error after its bracket", "[", 0, Counts{}},
+		{"pretty-printed", pretty(h1, "") + "\n" + pretty(h2, "")[:100], 1, Counts{Lines: 1, Bodies: 1, Statuses: 1}},
+		{"concatenated", h1 + h2[:20], 1, Counts{Lines: 1, Bodies: 1, Statuses: 1}},
+		{"after a stray line", h1 + "\nnot json", 1, Counts{Lines: 2, Bodies: 1, Statuses: 1, Invalid: 1, FirstInvalid: []int{2}}},
 		{"nothing", "", 0, Counts{}},
 	}
 	for _, tt := range tests {
@@ -630,11 +672,322 @@ func (f readerFunc) Read(p []byte) (int, error) { return f(p) }
 
 // TestCountsIsACopy checks that Counts does not share its slices.
 func TestCountsIsACopy(t *testing.T) {
-	r := NewReader(strings.NewReader(lines("x", "y")))
+	r := NewReader(strings.NewReader(lines("x", "{}")))
 	readAll(r)
 	c := r.Counts()
 	c.FirstInvalid[0] = 99
 	if got := r.Counts().FirstInvalid; !slices.Equal(got, []int{1, 2}) {
 		t.Errorf("FirstInvalid = %v after changing a copy, want [1 2]", got)
+	}
+}
+
+// pretty is body pretty-printed as `jq .` and Meta's docs show it, each
+// line after the first starting with prefix.
+func pretty(body, prefix string) string {
+	b, err := json.MarshalIndent(json.RawMessage(body), prefix, "  ")
+	if err != nil {
+		panic(err) // the tests' bodies are JSON
+	}
+	return prefix + string(b)
+}
+
+func crlf(s string) string { return strings.ReplaceAll(s, "\n", "\r\n") }
+
+// TestReaderValues reads logs that are not one body per line: bodies
+// pretty-printed or run together, mixed with arrays and lines, and broken
+// in the ways a receiver's log breaks.
+func TestReaderValues(t *testing.T) {
+	h1, h2, h3 := hook(st("w1", "sent")), hook(st("w2", "delivered")), hook(st("w3", "read"))
+	h4, h5, h6 := hook(st("w4", "sent")), hook(st("w5", "sent")), hook(st("w6", "sent"))
+	w1, w2, w3 := want("w1", "sent", 1), want("w2", "delivered", 1), want("w3", "read", 1)
+	at := func(s Status, line int) Status { s.Line = line; return s }
+	p1, p2, p3 := pretty(h1, ""), pretty(h2, ""), pretty(h3, "") // 28 lines each
+	// p1 cut after the line `"changes": [` (its 6th): the next body becomes
+	// an element of changes[], and the one after it shows the break.
+	cutAfterBracket := p1[:strings.Index(p1, `"changes": [`)+len(`"changes": [`)]
+	cutInString := p1[:strings.Index(p1, `"display_phone_number": "155`)+len(`"display_phone_number": "155`)]
+	// h1 cut after `"value":` swallows the next line as the value.
+	cutAfterColon := h1[:strings.Index(h1, `"value":`)+len(`"value":`)]
+	big := pretty(hook(st("w2", "sent", `"pad":"`+strings.Repeat("x", 400)+`"`)), "") // 29 lines
+	bigCut := big[:strings.Index(big, `"pad": "`)+200]                                // in its 20th line
+	if n := strings.Count(p1, "\n") + 1; n != 28 {
+		t.Fatalf("a pretty-printed body has %d lines, the cases below count 28", n)
+	}
+
+	tests := []readerTest{
+		{
+			name:  "pretty-printed bodies",
+			in:    p1 + "\n" + p2 + "\n" + p3 + "\n",
+			want:  []Status{w1, at(w2, 29), at(w3, 57)},
+			count: Counts{Lines: 3, Bodies: 3, Statuses: 3},
+		},
+		{
+			name:  "pretty-printed, crlf, blank lines and a byte order mark",
+			in:    "\xef\xbb\xbf" + crlf(p1+"\n\n"+p2+"\n"+p3),
+			want:  []Status{w1, at(w2, 30), at(w3, 58)},
+			count: Counts{Lines: 3, Bodies: 3, Statuses: 3},
+		},
+		{
+			name:  "pretty-printed with tabs, indented",
+			in:    "\t" + strings.ReplaceAll(p1, "\n", "\n\t") + "\n\t" + strings.ReplaceAll(p2, "\n", "\n\t"),
+			want:  []Status{w1, at(w2, 29)},
+			count: Counts{Lines: 2, Bodies: 2, Statuses: 2},
+		},
+		{
+			name:  "pretty-printed, nothing between",
+			in:    p1 + p2 + p3,
+			want:  []Status{w1, at(w2, 28), at(w3, 55)},
+			count: Counts{Lines: 3, Bodies: 3, Statuses: 3},
+		},
+		{
+			name:  "concatenated on one line",
+			in:    h1 + h2 + h3,
+			want:  []Status{w1, w2, w3},
+			count: Counts{Lines: 3, Bodies: 3, Statuses: 3},
+		},
+		{
+			name:  "separated by spaces and tabs",
+			in:    h1 + " \t" + h2 + "\r\n" + h3 + " ",
+			want:  []Status{w1, w2, at(w3, 2)},
+			count: Counts{Lines: 3, Bodies: 3, Statuses: 3},
+		},
+		{
+			// Elements are numbered by position across arrays (1, 2, then 3);
+			// other bodies by the line they start on.
+			name: "array, lines, pretty-printed, concatenated, array",
+			in:   "[" + h1 + ",\n" + h2 + "]\n" + h3 + "\n" + pretty(h4, "") + h5 + "\n[" + h6 + "]",
+			want: []Status{at(w1, 1), at(w2, 2), at(w3, 3), want("w4", "sent", 4), want("w5", "sent", 31),
+				want("w6", "sent", 3)},
+			count: Counts{Lines: 6, Bodies: 6, Statuses: 6},
+		},
+		{
+			name:  "values after an array on its line",
+			in:    "[" + h1 + "]" + h2 + " ,\n" + h3,
+			want:  []Status{w1, w2, at(w3, 2)},
+			count: Counts{Lines: 4, Bodies: 3, Statuses: 3, Invalid: 1, FirstInvalid: []int{1}},
+		},
+		{
+			name:  "log lines between pretty-printed bodies",
+			in:    p1 + "\n2026-11-29 10:00:01 POST /webhook 200\n" + p2 + "\nINFO done\n\n" + p3,
+			want:  []Status{w1, at(w2, 30), at(w3, 60)},
+			count: Counts{Lines: 5, Bodies: 3, Statuses: 3, Invalid: 2, FirstInvalid: []int{29, 58}},
+		},
+		{
+			name:  "a run of garbage lines is one record",
+			in:    h1 + "\npanic: oops\n\tgoroutine 1 [running]:\n  main.go:12 +0x1d\n42\n\"x\"\n" + h2,
+			want:  []Status{w1, at(w2, 7)},
+			count: Counts{Lines: 3, Bodies: 2, Statuses: 2, Invalid: 1, FirstInvalid: []int{2}},
+		},
+		{
+			name:  "scalars at the top level",
+			in:    `42 "x" null true` + "\n" + h1,
+			want:  []Status{at(w1, 2)},
+			count: Counts{Lines: 2, Bodies: 1, Statuses: 1, Invalid: 1, FirstInvalid: []int{1}},
+		},
+		{
+			name:  "log lines and indented bodies",
+			in:    "POST /webhook\n" + pretty(h1, "  ") + "\nPOST /webhook\n" + pretty(h2, "  ") + "\n",
+			want:  []Status{at(w1, 2), at(w2, 31)},
+			count: Counts{Lines: 4, Bodies: 2, Statuses: 2, Invalid: 2, FirstInvalid: []int{1, 30}},
+		},
+		{
+			// Known cost of '[' starting a record: "[INFO]" is an array of
+			// one invalid element, and the rest of the line is a stray.
+			name:  "a log line starting with '['",
+			in:    "[INFO] got a webhook\n" + h1,
+			want:  []Status{at(w1, 2)},
+			count: Counts{Lines: 3, Bodies: 1, Statuses: 1, Invalid: 2, FirstInvalid: []int{1, 1}},
+		},
+		{
+			name:  "truncated final pretty-printed body",
+			in:    p1 + "\n" + p2[:len(p2)/2],
+			want:  []Status{w1},
+			count: Counts{Lines: 2, Bodies: 1, Statuses: 1, Invalid: 1, FirstInvalid: []int{29}},
+		},
+		{
+			name:  "truncated final pretty-printed body, after ','",
+			in:    p1 + "\n" + p2[:strings.Index(p2, `"id": "w2",`)+len(`"id": "w2",`)] + "\n",
+			want:  []Status{w1},
+			count: Counts{Lines: 2, Bodies: 1, Statuses: 1, Invalid: 1, FirstInvalid: []int{29}},
+		},
+		{
+			// Its statuses[0] object, indented, closed before the cut: it is
+			// inside the broken body, not a body to go back to.
+			name:  "truncated final pretty-printed body, after a whole status",
+			in:    p1 + "\n" + p2[:strings.Index(p2, `"16505551234"`)+len(`"16505551234"`+"\n              }")] + "\n",
+			want:  []Status{w1},
+			count: Counts{Lines: 2, Bodies: 1, Statuses: 1, Invalid: 1, FirstInvalid: []int{29}},
+		},
+		{
+			name:  "pretty-printed body cut after '[', then more",
+			in:    cutAfterBracket + "\n" + p2 + "\n" + p3,
+			want:  []Status{at(w2, 7), at(w3, 35)},
+			count: Counts{Lines: 3, Bodies: 2, Statuses: 2, Invalid: 1, FirstInvalid: []int{1}},
+		},
+		{
+			name:  "pretty-printed body cut after '[', then one more",
+			in:    cutAfterBracket + "\n" + p2,
+			want:  []Status{at(w2, 7)},
+			count: Counts{Lines: 2, Bodies: 1, Statuses: 1, Invalid: 1, FirstInvalid: []int{1}},
+		},
+		{
+			name:  "pretty-printed body cut in a string, then more",
+			in:    cutInString + "\n" + p2 + "\n" + p3,
+			want:  []Status{at(w2, 12), at(w3, 40)}, // cut in its 11th line
+			count: Counts{Lines: 3, Bodies: 2, Statuses: 2, Invalid: 1, FirstInvalid: []int{1}},
+		},
+		{
+			name:  "ndjson line cut after ':', then more lines",
+			in:    lines(cutAfterColon, h2, h3),
+			want:  []Status{at(w2, 2), at(w3, 3)},
+			count: Counts{Lines: 3, Bodies: 2, Statuses: 2, Invalid: 1, FirstInvalid: []int{1}},
+		},
+		{
+			// The body after the cut one shows the break (a '{' after its
+			// '}'), long before MaxRecord: nothing after the cut is lost.
+			name:  "ndjson line cut after ':', then a long log",
+			in:    lines(cutAfterColon, h2, h3, h4, h5, h6),
+			max:   2 * len(h1),
+			want:  []Status{at(w2, 2), at(w3, 3), want("w4", "sent", 4), want("w5", "sent", 5), want("w6", "sent", 6)},
+			count: Counts{Lines: 6, Bodies: 5, Statuses: 5, Invalid: 1, FirstInvalid: []int{1}},
+		},
+		{
+			name:  "ndjson line cut after ':', then a last line",
+			in:    lines(h1, cutAfterColon, h3),
+			want:  []Status{w1, at(w3, 3)},
+			count: Counts{Lines: 3, Bodies: 2, Statuses: 2, Invalid: 1, FirstInvalid: []int{2}},
+		},
+		{
+			// The scanner has decoded w2 when it meets the cut.
+			name:  "ndjson line cut after a status",
+			in:    lines(h2[:strings.Index(h2, `"16505551234"}`)+len(`"16505551234"}`)], h3),
+			want:  []Status{at(w3, 2)},
+			count: Counts{Lines: 2, Bodies: 1, Statuses: 1, Invalid: 1, FirstInvalid: []int{1}},
+		},
+		{
+			name:  "balanced object with a syntax error after a status",
+			in:    lines(strings.Replace(h2, `"16505551234"}`, `"16505551234"} x`, 1), h3),
+			want:  []Status{at(w3, 2)},
+			count: Counts{Lines: 2, Bodies: 1, Statuses: 1, Invalid: 1, FirstInvalid: []int{1}},
+		},
+		{
+			name:  "pretty-printed body missing a comma is one record",
+			in:    strings.Replace(p1, `"sent",`, `"sent"`, 1) + "\n" + p2,
+			want:  []Status{at(w2, 29)},
+			count: Counts{Lines: 2, Bodies: 1, Statuses: 1, Invalid: 1, FirstInvalid: []int{1}},
+		},
+		{
+			name:  "newline in a string",
+			in:    `{"object":"x` + "\n" + `y", "entry": []}` + "\n" + h1,
+			want:  []Status{at(w1, 3)},
+			count: Counts{Lines: 2, Bodies: 1, Statuses: 1, Invalid: 1, FirstInvalid: []int{1}},
+		},
+		{
+			name:  "newline in a string, then an indented body",
+			in:    `{"object":"x` + "\n" + `    {"entry": []}` + "\n" + h1,
+			want:  []Status{at(w1, 3)},
+			count: Counts{Lines: 3, Bodies: 1, Statuses: 1, NotStatus: 1, Invalid: 1, FirstInvalid: []int{1}, FirstNotStatus: []int{2}},
+		},
+		{
+			name:  "closing bracket that does not match",
+			in:    `{"entry":[}` + "\n" + `  ]}` + "\n" + h1,
+			want:  []Status{at(w1, 3)},
+			count: Counts{Lines: 2, Bodies: 1, Statuses: 1, Invalid: 1, FirstInvalid: []int{1}},
+		},
+		{
+			name:  "nesting deeper than encoding/json's limit",
+			in:    `{"x":` + strings.Repeat("[", maxDepth) + "\n" + h1,
+			want:  []Status{at(w1, 2)},
+			count: Counts{Lines: 2, Bodies: 1, Statuses: 1, Invalid: 1, FirstInvalid: []int{1}},
+		},
+		{
+			name:  "body over the maximum in a pretty-printed log",
+			in:    p1 + "\n" + big + "\n" + p3 + "\n",
+			max:   len(p3) + 10,
+			want:  []Status{w1, at(w3, 58)},
+			count: Counts{Lines: 3, Bodies: 2, Statuses: 2, Invalid: 1, FirstInvalid: []int{29}},
+		},
+		{
+			name:  "body over the maximum, cut short",
+			in:    p1 + "\n" + bigCut + "\n" + p3 + "\n",
+			max:   len(p3) + 10,
+			want:  []Status{w1, at(w3, 49)},
+			count: Counts{Lines: 3, Bodies: 2, Statuses: 2, Invalid: 1, FirstInvalid: []int{29}},
+		},
+		{
+			name:  "body over the maximum, cut short, at the end",
+			in:    p1 + "\n" + bigCut,
+			max:   len(p3) + 10,
+			want:  []Status{w1},
+			count: Counts{Lines: 2, Bodies: 1, Statuses: 1, Invalid: 1, FirstInvalid: []int{29}},
+		},
+	}
+	runReaderTests(t, tests)
+}
+
+// TestCountsText checks Bytes and TextLines, which let a caller describe a
+// log that yielded nothing.
+func TestCountsText(t *testing.T) {
+	tests := []struct {
+		name             string
+		in               string
+		lines            int64 // Counts.Lines
+		bytes, textLines int64
+	}{
+		{"empty", "", 0, 0, 0},
+		{"blank lines", "\n\r\n \n", 0, 5, 3},
+		{"last line without newline", "{}\n{}", 2, 5, 2},
+		{"byte order mark only", "\xef\xbb\xbf", 0, 3, 1},
+		{"39 lines, none a webhook body", strings.Repeat("2026-11-29 10:00:01 GET /health 200\n", 39), 1, 39 * 36, 39},
+		{"pretty-printed body", pretty(hook(st("w1", "sent")), "") + "\n", 1, int64(len(pretty(hook(st("w1", "sent")), ""))) + 1, 28},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, c, err := readAll(NewReader(strings.NewReader(tt.in)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Lines != tt.lines || c.Bytes != tt.bytes || c.TextLines != tt.textLines {
+				t.Errorf("records, bytes, lines = %d, %d, %d; want %d, %d, %d", c.Lines, c.Bytes, c.TextLines, tt.lines, tt.bytes, tt.textLines)
+			}
+		})
+	}
+}
+
+// TestReaderLinear checks that broken objects that keep each other open do
+// not make reading quadratic: each going back over a broken object would
+// otherwise read the rest of the log again (4 MB: hours, not milliseconds).
+func TestReaderLinear(t *testing.T) {
+	h := hook(st("w1", "sent"))
+	tests := []struct {
+		name string
+		unit string // repeated to 4 MB
+	}{
+		{"objects left open", `{"a":` + "\n"},
+		{"objects left open, then closed ones", `{"a":[` + "\n{},\n"},
+		{"cut lines between bodies", h[:len(h)/2] + "\n" + h + "\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := strings.Repeat(tt.unit, 4<<20/len(tt.unit)) + h + "\n"
+			done := make(chan error, 1)
+			var got []Status
+			go func() {
+				var err error
+				got, _, err = readAll(NewReader(strings.NewReader(in)))
+				done <- err
+			}()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(got) == 0 || got[len(got)-1].Line != strings.Count(in, "\n") {
+					t.Errorf("the last body was not read (%d statuses)", len(got))
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatal("reading 4 MB took more than 30 s")
+			}
+		})
 	}
 }
