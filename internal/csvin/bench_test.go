@@ -122,3 +122,49 @@ func BenchmarkNormalize(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkEncodings reads the "international" file of BenchmarkReader, a
+// tenth of it, as European Excel (semicolons) and Excel's Unicode Text
+// (tab-separated UTF-16LE) write it, for comparison with the comma-separated
+// UTF-8 it is made from. Run it with
+//
+//	go test -run '^$' -bench Encodings -benchtime 3x ./internal/csvin
+func BenchmarkEncodings(b *testing.B) {
+	const rows = benchRows / 10
+	utf8Data := benchCSV(rows, false)
+	for _, bc := range []struct {
+		name string
+		data []byte
+	}{
+		{"utf-8-comma", utf8Data},
+		{"utf-8-semicolon", bytes.ReplaceAll(utf8Data, []byte(","), []byte(";"))},
+		{"utf-16le-tab", []byte(utf16Text(string(bytes.ReplaceAll(utf8Data, []byte(","), []byte("\t"))), false))},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.SetBytes(int64(len(bc.data)))
+			b.ReportAllocs()
+			start := time.Now()
+			for range b.N {
+				r, err := NewReader(bytes.NewReader(bc.data), Options{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				n := 0
+				for {
+					rec, err := r.Next()
+					if err == io.EOF {
+						break
+					}
+					if err != nil || rec.Invalid != "" {
+						b.Fatalf("line %d: %v %s", rec.Line, err, rec.Invalid)
+					}
+					n++
+				}
+				if n != rows {
+					b.Fatalf("read %d rows, want %d", n, rows)
+				}
+			}
+			b.ReportMetric(float64(rows*b.N)/time.Since(start).Seconds(), "rows/s")
+		})
+	}
+}

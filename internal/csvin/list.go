@@ -11,16 +11,21 @@ import (
 // ListReader reads a suppression list, the numbers that must not be
 // messaged (--exclude FILE). The file is either a CSV whose header has a
 // "phone" column (any case), such as an export of opt-outs, or plain text
-// with one number per line (the first comma-separated field). Which one is
-// decided by the first line that is neither blank nor a comment: it is a
-// header if one of its fields is "phone". Blank lines are ignored. Lines
-// starting with '#' are comments before that first line and in plain text,
-// where anything after a '#' is a comment too; in a CSV every row after the
-// header is data.
+// with one number per line (what comes before the first comma, semicolon or
+// tab). Which one is decided by the first line that is neither blank nor a
+// comment: it is a header if one of its fields is "phone". Blank lines are
+// ignored. Lines starting with '#' are comments before that first line and
+// in plain text, where anything after a '#' is a comment too; in a CSV every
+// row after the header is data.
+//
+// The encodings, delimiters and phone formats are those Reader accepts, with
+// the delimiter detected from that first line: a list exported from the
+// same spreadsheet as the campaign must suppress the same numbers.
 //
 // A ListReader is not safe for concurrent use.
 type ListReader struct {
 	csv   *csv.Reader
+	enc   string
 	norm  normalizer
 	col   int  // the phone column; -1 until the first line is seen
 	plain bool // no header: one number per line
@@ -35,7 +40,7 @@ func NewListReader(r io.Reader, region string) *ListReader {
 	if l.norm, l.err = newNormalizer(region); l.err != nil {
 		return l
 	}
-	if l.csv, l.err = newCSVReader(r); l.err != nil {
+	if l.csv, l.enc, l.err = openInput(r, 0, true); l.err != nil {
 		return l
 	}
 	l.csv.Comment = '#'
@@ -70,7 +75,7 @@ func (l *ListReader) Next() (phone string, line int, err error) {
 			break
 		}
 		line, _ := l.csv.FieldPos(0)
-		if err := checkUTF8(l.csv, fields); err != nil {
+		if err := checkUTF8(l.csv, fields, l.enc); err != nil {
 			return "", err.(*LineError).Line, err
 		}
 		if allEmpty(fields) || (l.csv.Comment != 0 && strings.HasPrefix(strings.TrimSpace(fields[0]), "#")) {
@@ -99,6 +104,11 @@ func (l *ListReader) Next() (phone string, line int, err error) {
 		}
 		if l.plain {
 			raw, _, _ = strings.Cut(raw, "#")
+			if i := strings.IndexAny(raw, ",;\t"); i >= 0 {
+				// Split at the detected delimiter already; this is for
+				// the lines that use another.
+				raw = raw[:i]
+			}
 		}
 		phone, err := l.norm.normalize(raw)
 		if err != nil {

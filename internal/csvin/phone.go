@@ -58,6 +58,13 @@ const maxDigits = 24
 // at what an operator meant can message the wrong person. Digits from other
 // scripts (Arabic-Indic, Devanagari, full-width, …) are read as digits.
 //
+// Two things spreadsheets do to numbers are recognised. One apostrophe
+// before the number is removed: web apps write '+44… so that a spreadsheet
+// does not take the '+' for a formula, and Excel exports text cells that
+// way. A number Excel turned into scientific notation ("4.47911E+11") has
+// lost its '+' and usually digits, so it is refused with a reason that
+// tells the operator how to export it properly.
+//
 // A number is read as international when it starts with '+', when it starts
 // with "00", or when region is "" (so "447400123456", as WhatsApp itself
 // writes numbers, is +44 7400 123456). With a region, other numbers are read
@@ -124,6 +131,9 @@ func (n normalizer) normalize(raw string) (string, error) {
 // whether raw started with '+'.
 func cleanPhone(raw string, buf []byte) (digits []byte, plus bool, err error) {
 	raw = strings.TrimSpace(raw)
+	if raw != "" && raw[0] == '\'' {
+		raw = strings.TrimSpace(raw[1:])
+	}
 	if raw == "" {
 		return nil, false, errEmpty
 	}
@@ -149,18 +159,65 @@ func cleanPhone(raw string, buf []byte) (digits []byte, plus bool, err error) {
 				return nil, false, errTooLong
 			}
 			buf = append(buf, '0'+d)
-		case unicode.IsLetter(r):
-			return nil, false, errLetters
 		case r == utf8.RuneError:
 			return nil, false, phoneError("contains invalid UTF-8")
 		default:
-			return nil, false, phoneError("contains " + strconv.QuoteRune(r))
+			return nil, false, badChar(raw, r)
 		}
 	}
 	if len(buf) == 0 {
 		return nil, false, errNotANumber
 	}
 	return buf, plus, nil
+}
+
+// badChar is the error for raw, which contains r, neither a digit nor a
+// separator.
+func badChar(raw string, r rune) error {
+	if err := excelScientific(raw); err != nil {
+		return err
+	}
+	if unicode.IsLetter(r) {
+		return errLetters
+	}
+	return phoneError("contains " + strconv.QuoteRune(r))
+}
+
+// excelScientific returns an error saying what happened if raw is a number
+// in the scientific notation Excel uses for long numbers ("4.47911E+11", or
+// "4,47911E+11" with a decimal comma, "4.47911e11"), and nil otherwise.
+func excelScientific(raw string) error {
+	mantissa, exp, ok := strings.Cut(strings.ToUpper(raw), "E")
+	exp = strings.TrimPrefix(exp, "+")
+	if !ok || !allDigits(exp) {
+		return nil
+	}
+	whole, frac, point := strings.Cut(mantissa, ".")
+	if !point {
+		whole, frac, point = strings.Cut(mantissa, ",")
+	}
+	if !allDigits(whole) || (point && !allDigits(frac)) {
+		return nil
+	}
+	// The number had exp+1 digits before Excel kept only these.
+	e, err := strconv.Atoi(exp)
+	if err == nil && len(whole)+len(frac) >= e+1 {
+		return phoneError("Excel turned it into " + raw + " (scientific notation): format the column as Text and export again")
+	}
+	return phoneError("Excel turned it into " + raw + " and dropped digits: format the column as Text and export again")
+}
+
+// allDigits reports whether s is one or more ASCII digits.
+func allDigits(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, c := range []byte(s) {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // isPhoneSeparator reports whether r is punctuation people put between the

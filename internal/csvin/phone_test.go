@@ -37,6 +37,13 @@ func TestNormalize(t *testing.T) {
 		{name: "Devanagari digits", raw: "+९१९८७६५४३२१०", want: "+919876543210"},
 		{name: "plus number ignores region", raw: "+1 202 555 0123", region: "GB", want: "+12025550123"},
 
+		// What spreadsheets and web apps do to numbers.
+		{name: "apostrophe", raw: "'+447911123456", want: "+447911123456"},
+		{name: "apostrophe after spaces", raw: "  '+44 7911 123456 ", want: "+447911123456"},
+		{name: "apostrophe then spaces", raw: "' +44 7911 123456", want: "+447911123456"},
+		{name: "apostrophe without plus", raw: "'447911123456", want: "+447911123456"},
+		{name: "apostrophe before a national number", raw: "'07911 123456", region: "GB", want: "+447911123456"},
+
 		// National, with a region.
 		{name: "GB national", raw: "07400 123456", region: "GB", want: "+447400123456"},
 		{name: "region in lower case", raw: "07400 123456", region: "gb", want: "+447400123456"},
@@ -81,6 +88,41 @@ func TestNormalize(t *testing.T) {
 		{name: "national too short", raw: "07400", region: "GB", wantErr: "invalid phone number: too short"},
 		{name: "national wrong length", raw: "0740012", region: "GB", wantErr: "invalid phone number: not a valid +44 number"},
 		{name: "invalid UTF-8", raw: "+44\xff7400123456", wantErr: "invalid phone number: contains invalid UTF-8"},
+		// Apostrophes: only one, only in front, and the number must still
+		// be valid without it.
+		{name: "apostrophe before too short", raw: "'+44 7400", wantErr: "invalid phone number: too short"},
+		{name: "apostrophe before letters", raw: "'call me", wantErr: "invalid phone number: contains letters"},
+		{name: "apostrophe alone", raw: " ' ", wantErr: "invalid phone number: empty"},
+		{name: "two apostrophes", raw: "''+447911123456", wantErr: `invalid phone number: contains '\''`},
+		{name: "apostrophe inside", raw: "+44'7911123456", wantErr: `invalid phone number: contains '\''`},
+		{name: "apostrophe at the end", raw: "+447911123456'", wantErr: `invalid phone number: contains '\''`},
+		{name: "typographic apostrophe", raw: "’+447911123456", wantErr: `invalid phone number: contains '’'`},
+		{name: "apostrophe before a national number without a region", raw: "'07911 123456", wantErr: "invalid phone number: no country code"},
+
+		// Excel's scientific notation.
+		{name: "scientific", raw: "4.47911E+11",
+			wantErr: "invalid phone number: Excel turned it into 4.47911E+11 and dropped digits: format the column as Text and export again"},
+		{name: "scientific with a decimal comma", raw: "4,47911E+11",
+			wantErr: "invalid phone number: Excel turned it into 4,47911E+11 and dropped digits: format the column as Text and export again"},
+		{name: "scientific, lower case, no sign", raw: "4.47911e11",
+			wantErr: "invalid phone number: Excel turned it into 4.47911e11 and dropped digits: format the column as Text and export again"},
+		{name: "scientific without a fraction", raw: "4E+11",
+			wantErr: "invalid phone number: Excel turned it into 4E+11 and dropped digits: format the column as Text and export again"},
+		{name: "scientific, surrounding spaces", raw: " 4.47911E+11 ",
+			wantErr: "invalid phone number: Excel turned it into 4.47911E+11 and dropped digits: format the column as Text and export again"},
+		{name: "scientific after an apostrophe", raw: "'4.47911E+11",
+			wantErr: "invalid phone number: Excel turned it into 4.47911E+11 and dropped digits: format the column as Text and export again"},
+		{name: "scientific with every digit", raw: "4.47911123456E+11",
+			wantErr: "invalid phone number: Excel turned it into 4.47911123456E+11 (scientific notation): format the column as Text and export again"},
+		{name: "scientific with a huge exponent", raw: "1E+99999999999999999999",
+			wantErr: "invalid phone number: Excel turned it into 1E+99999999999999999999 and dropped digits: format the column as Text and export again"},
+		{name: "not scientific: negative exponent", raw: "4.47911E-11", wantErr: "invalid phone number: contains letters"},
+		{name: "not scientific: no exponent digits", raw: "4.47911E+", wantErr: "invalid phone number: contains letters"},
+		{name: "not scientific: no mantissa", raw: "E+11", wantErr: "invalid phone number: contains letters"},
+		{name: "not scientific: point without a fraction", raw: "4.E+11", wantErr: "invalid phone number: contains letters"},
+		{name: "not scientific: two separators", raw: "4.479,11E+11", wantErr: `invalid phone number: contains ','`},
+		{name: "not scientific: a plus in front", raw: "+4.47911E+11", wantErr: "invalid phone number: contains letters"},
+		{name: "not scientific: spaced", raw: "4.47911 E+11", wantErr: "invalid phone number: contains letters"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

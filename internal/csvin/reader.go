@@ -5,8 +5,13 @@
 // (the sender's phone-number ID) and "id" (the operator's own key for the
 // row) are optional; every other column is a template body parameter, in
 // header order. Header names are matched case-insensitively after trimming
-// spaces. The file is UTF-8, with or without a byte-order mark, with LF or
-// CRLF line ends and RFC 4180 quoting.
+// spaces; Options.PhoneColumn names another column for the phones.
+//
+// The file may be written the way spreadsheets and web apps write one: UTF-8
+// with or without a byte-order mark, or UTF-16 with one (Excel's "Unicode
+// Text"); LF or CRLF line ends; RFC 4180 quoting; fields separated by
+// commas, semicolons (Excel in much of Europe) or tabs, whichever the header
+// line has most of, unless Options.Delimiter says.
 //
 // The package tells two kinds of problem apart, because the caller treats
 // them differently. A file that is structurally broken (bad quoting, a row
@@ -18,8 +23,6 @@
 package csvin
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/csv"
 	"errors"
 	"fmt"
@@ -29,6 +32,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -37,15 +41,17 @@ import (
 var (
 	// ErrNoHeader means the file is empty or its first row is data.
 	ErrNoHeader = errors.New("no header row")
-	// ErrNoPhoneColumn means the header has no "phone" column.
+	// ErrNoPhoneColumn means the header has no "phone" column (or none
+	// named Options.PhoneColumn). It comes as a *NoPhoneColumnError.
 	ErrNoPhoneColumn = errors.New(`no "phone" column`)
 	// ErrDuplicateColumn means two header names are equal once trimmed and
 	// case-folded.
 	ErrDuplicateColumn = errors.New("duplicate column")
 )
 
-// ErrInvalidUTF8 is wrapped by the *LineError for a line that is not UTF-8,
-// so that the CLI can suggest re-saving the file as "CSV UTF-8".
+// ErrInvalidUTF8 is wrapped by the *LineError for a line that is not text:
+// not UTF-8, or in a UTF-16 file not UTF-16 (and then the message says so).
+// The CLI can suggest re-saving the file as "CSV UTF-8".
 var ErrInvalidUTF8 = errors.New("invalid UTF-8")
 
 // ErrFieldCount is wrapped by the *LineError for a row whose number of fields
@@ -74,6 +80,24 @@ type Options struct {
 	// written without a country code ("07400 123456"). Empty means every
 	// number must carry one, though not necessarily a '+' (see normalizer).
 	DefaultRegion string
+	// PhoneColumn names the column that holds the phone numbers, matched
+	// like every header name: any case, surrounding spaces ignored. Empty
+	// means "phone". With another name, a "phone" column is a parameter like
+	// any other.
+	PhoneColumn string
+	// Delimiter separates fields: ',', ';', '\t' or '|'. Zero means the one
+	// the header line has most of among comma, semicolon and tab (see
+	// Reader.Delimiter).
+	Delimiter rune
+}
+
+// Notes counts what a Reader repaired in the rows it has returned, for the
+// plan and the log: the rows are imported all the same.
+type Notes struct {
+	// ApostrophesRemoved counts phones usable only once a leading
+	// apostrophe was removed ('+447911123456): web apps write it to defuse
+	// formulas, and spreadsheets export text cells with it.
+	ApostrophesRemoved int64
 }
 
 // Record is one data row of a campaign file.
@@ -84,7 +108,8 @@ type Record struct {
 	// Phone is the number in E.164 ("+447400123456"), or "" when Invalid.
 	Phone string
 	// RawPhone is the phone cell with surrounding spaces trimmed, as the
-	// operator wrote it, for reports about skipped rows.
+	// operator wrote it (apostrophe included), for reports about skipped
+	// rows.
 	RawPhone string
 	// From is the "from" cell (a sender phone-number ID), trimmed; "" when
 	// the file has no such column or the cell is empty, meaning the default
@@ -102,8 +127,9 @@ type Record struct {
 }
 
 // Reader reads the data rows of a campaign file one at a time, in constant
-// memory. It does not deduplicate phone numbers; that is the caller's
-// business.
+// memory. It accepts what the package comment lists, and reports what it
+// found through Encoding and Delimiter, and what it repaired through Notes.
+// It does not deduplicate phone numbers; that is the caller's business.
 //
 // A Reader is not safe for concurrent use. Internally, when Next has handed
 // out every row it holds, it reads the next few hundred and normalizes their
@@ -111,16 +137,18 @@ type Record struct {
 // goroutine outlives a call to Next, so a Reader dropped halfway needs no
 // Close.
 type Reader struct {
-	csv    *csv.Reader
-	norm   normalizer
-	header []string // names as written, trimmed
-	params []string
-	width  int // fields per row
-	phone  int
-	from   int   // -1 when absent
-	id     int   // -1 when absent
-	cols   []int // the parameter columns
-	skip   []int // unnamed columns: ignored, but must stay empty
+	csv      *csv.Reader
+	norm     normalizer
+	encoding string
+	notes    Notes
+	header   []string // names as written, trimmed
+	params   []string
+	width    int // fields per row
+	phone    int
+	from     int   // -1 when absent
+	id       int   // -1 when absent
+	cols     []int // the parameter columns
+	skip     []int // unnamed columns: ignored, but must stay empty
 
 	batch   []Record
 	pos     int
@@ -134,9 +162,10 @@ type Reader struct {
 const batchSize = 512
 
 // NewReader reads and checks the header of a campaign file. Errors about the
-// header wrap ErrNoHeader, ErrNoPhoneColumn or ErrDuplicateColumn, and are
-// *LineError when there is a line to point at; an unknown
-// opt.DefaultRegion is ErrUnknownRegion.
+// header wrap ErrNoHeader, ErrNoPhoneColumn (as a *NoPhoneColumnError) or
+// ErrDuplicateColumn, and are *LineError when there is a line to point at;
+// an unknown opt.DefaultRegion is ErrUnknownRegion and an unsupported
+// opt.Delimiter ErrBadDelimiter.
 //
 // Unnamed columns (an empty header cell, as spreadsheets write for a stray
 // trailing comma) are not parameters; a row with a value in one is a
@@ -146,11 +175,14 @@ func NewReader(r io.Reader, opt Options) (*Reader, error) {
 	if err != nil {
 		return nil, err
 	}
-	cr, err := newCSVReader(r)
+	if err := checkDelimiter(opt.Delimiter); err != nil {
+		return nil, err
+	}
+	cr, enc, err := openInput(r, opt.Delimiter, false)
 	if err != nil {
 		return nil, err
 	}
-	rd := &Reader{csv: cr, norm: norm, phone: -1, from: -1, id: -1}
+	rd := &Reader{csv: cr, norm: norm, encoding: enc, phone: -1, from: -1, id: -1}
 
 	var fields []string
 	for {
@@ -166,39 +198,21 @@ func NewReader(r io.Reader, opt Options) (*Reader, error) {
 		}
 	}
 	line, _ := cr.FieldPos(0)
-	if err := checkUTF8(cr, fields); err != nil {
+	if err := checkUTF8(cr, fields, enc); err != nil {
 		return nil, err
 	}
-	if err := rd.mapHeader(fields); err != nil {
+	if err := rd.mapHeader(fields, opt.PhoneColumn); err != nil {
 		return nil, &LineError{Line: line, Err: err}
 	}
 	return rd, nil
 }
 
-// newCSVReader strips a byte-order mark from the very start of r and returns
-// the csv.Reader the package uses: strict RFC 4180 quoting, any number of
-// fields per row (checked by the caller, with a better message), and the
-// record slice reused between rows.
-func newCSVReader(r io.Reader) (*csv.Reader, error) {
-	br := bufio.NewReaderSize(r, 64<<10)
-	start, err := br.Peek(3)
-	if err != nil && err != io.EOF {
-		return nil, fmt.Errorf("read: %w", err)
+func (rd *Reader) mapHeader(fields []string, phoneColumn string) error {
+	want := strings.TrimSpace(phoneColumn)
+	if want == "" {
+		want = "phone"
 	}
-	switch {
-	case bytes.HasPrefix(start, []byte("\xEF\xBB\xBF")):
-		br.Discard(3)
-	case bytes.HasPrefix(start, []byte("\xFF\xFE")), bytes.HasPrefix(start, []byte("\xFE\xFF")):
-		// Not a *LineError: nothing after this line is readable either.
-		return nil, fmt.Errorf("%w: the file is UTF-16; save it as CSV UTF-8", ErrInvalidUTF8)
-	}
-	cr := csv.NewReader(br)
-	cr.FieldsPerRecord = -1
-	cr.ReuseRecord = true
-	return cr, nil
-}
-
-func (rd *Reader) mapHeader(fields []string) error {
+	wantKey := strings.ToLower(want)
 	rd.width = len(fields)
 	rd.header = make([]string, len(fields))
 	seen := make(map[string]int, len(fields))
@@ -211,6 +225,11 @@ func (rd *Reader) mapHeader(fields []string) error {
 			// header row and no data.
 			return fmt.Errorf("%w: column name %q contains a carriage return (is the file saved with CR line ends?)", ErrNoHeader, name)
 		}
+		if strings.ContainsRune(name, 0) {
+			// Valid UTF-8, but what UTF-16 without a byte-order mark looks
+			// like; no column would match.
+			return fmt.Errorf("%w: column name %q contains NUL characters (is the file UTF-16 without a byte-order mark?)", ErrInvalidUTF8, name)
+		}
 		if name == "" {
 			rd.skip = append(rd.skip, i)
 			continue
@@ -221,7 +240,7 @@ func (rd *Reader) mapHeader(fields []string) error {
 		}
 		seen[key] = i
 		switch key {
-		case "phone":
+		case wantKey:
 			rd.phone = i
 		case "from":
 			rd.from = i
@@ -241,18 +260,104 @@ func (rd *Reader) mapHeader(fields []string) error {
 			return fmt.Errorf("%w: the first row holds data (%q); add a header line such as \"phone,name\"", ErrNoHeader, name)
 		}
 	}
-	if len(fields) == 1 && strings.ContainsAny(fields[0], ";\t") {
-		return fmt.Errorf("%w: the header is one column %q; values must be separated by commas, not semicolons or tabs", ErrNoPhoneColumn, fields[0])
+	e := &NoPhoneColumnError{Want: want, Columns: slices.Clone(rd.header), Likely: likelyPhoneColumn(rd.header)}
+	if len(fields) == 1 {
+		for _, d := range []rune{',', ';', '\t', '|'} {
+			if d != rd.csv.Comma && strings.ContainsRune(fields[0], d) {
+				e.note = fmt.Sprintf("the header is one column when split at %s, but it contains %s", delimiterName(rd.csv.Comma), delimiterName(d))
+				e.Likely = "" // that one column, which is not the answer
+				break
+			}
+		}
 	}
-	var quoted []string
-	for i, name := range rd.header {
+	return e
+}
+
+// NoPhoneColumnError is the error for a header without the phone column.
+// It wraps ErrNoPhoneColumn.
+type NoPhoneColumnError struct {
+	Want    string   // the column looked for: Options.PhoneColumn, or "phone"
+	Columns []string // the header's names, trimmed, "" for an unnamed column
+	// Likely is the column whose name most suggests phone numbers, "" if
+	// none does; a caller may offer to use it (Options.PhoneColumn).
+	Likely string
+	note   string // about the delimiter, when the header is one column
+}
+
+func (e *NoPhoneColumnError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "no %q column (columns: ", e.Want)
+	for i, name := range e.Columns {
 		if i == 10 {
-			quoted = append(quoted, "…")
+			b.WriteString(", …")
 			break
 		}
-		quoted = append(quoted, strconv.Quote(name))
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(strconv.Quote(name))
 	}
-	return fmt.Errorf("%w (columns: %s)", ErrNoPhoneColumn, strings.Join(quoted, ", "))
+	b.WriteString(")")
+	if e.note != "" {
+		b.WriteString("; " + e.note)
+	}
+	if e.Likely != "" {
+		fmt.Fprintf(&b, "; the phones may be in %q", e.Likely)
+	}
+	return b.String()
+}
+
+// Is makes errors.Is(err, ErrNoPhoneColumn) true whatever column was wanted.
+func (e *NoPhoneColumnError) Is(target error) bool { return target == ErrNoPhoneColumn }
+
+// phoneNames are column names that mean phone numbers, best first, in
+// lower case with separators removed ("Phone Number", "phone_number").
+// The generic "number" and "contact" come last: they more often mean
+// something else.
+var phoneNames = []string{
+	"phone", "phonenumber", "mobile", "mobilenumber", "cell", "cellphone", "cellnumber",
+	"whatsapp", "whatsappnumber", "msisdn", "tel", "telephone", "telephonenumber",
+	"contactnumber", "number", "contact",
+}
+
+// phoneWords suggest phone numbers anywhere in a name ("Customer Phone",
+// "Mobile No."), best first. Shorter words ("tel", "cell") would match
+// "hotel" and "cancelled".
+var phoneWords = []string{"phone", "mobile", "whatsapp", "msisdn"}
+
+// likelyPhoneColumn returns the name in header that most suggests phone
+// numbers: the first of phoneNames that a name equals once its case and
+// separators are ignored, else the first name containing the first of
+// phoneWords; "" if none. Among equals the leftmost column wins.
+func likelyPhoneColumn(header []string) string {
+	best, rank := "", len(phoneNames)+len(phoneWords)
+	for _, name := range header {
+		key := squash(name)
+		r := slices.Index(phoneNames, key)
+		if r < 0 {
+			for i, w := range phoneWords {
+				if strings.Contains(key, w) {
+					r = len(phoneNames) + i
+					break
+				}
+			}
+		}
+		if r >= 0 && r < rank {
+			best, rank = name, r
+		}
+	}
+	return best
+}
+
+// squash returns name in lower case with everything but letters and digits
+// removed.
+func squash(name string) string {
+	return strings.Map(func(r rune) rune {
+		if unicode.IsLetter(r) || unicode.IsDigit(r) {
+			return unicode.ToLower(r)
+		}
+		return -1
+	}, name)
 }
 
 // Params returns the names of the parameter columns, trimmed, in the order of
@@ -261,6 +366,18 @@ func (rd *Reader) Params() []string { return slices.Clone(rd.params) }
 
 // HasFrom reports whether the file has a "from" column.
 func (rd *Reader) HasFrom() bool { return rd.from >= 0 }
+
+// Encoding reports the file's encoding: "UTF-8", "UTF-8 with BOM",
+// "UTF-16LE" or "UTF-16BE".
+func (rd *Reader) Encoding() string { return rd.encoding }
+
+// Delimiter reports the field delimiter in use: Options.Delimiter, or the
+// one detected from the header line.
+func (rd *Reader) Delimiter() rune { return rd.csv.Comma }
+
+// Notes reports what the Reader has repaired in the rows Next has returned
+// so far; after io.EOF, in the whole file.
+func (rd *Reader) Notes() Notes { return rd.notes }
 
 // Next returns the next data row, or io.EOF after the last. Rows whose cells
 // are all empty (spreadsheets write them as ",,,") are skipped; blank lines
@@ -285,6 +402,9 @@ func (rd *Reader) Next() (Record, error) {
 	rec := rd.batch[rd.pos]
 	rd.batch[rd.pos] = Record{} // let the caller own the only reference
 	rd.pos++
+	if rec.Phone != "" && rec.RawPhone[0] == '\'' {
+		rd.notes.ApostrophesRemoved++
+	}
 	return rec, nil
 }
 
@@ -310,7 +430,7 @@ func (rd *Reader) fill() {
 			continue
 		}
 		line, _ := rd.csv.FieldPos(0)
-		if err := checkUTF8(rd.csv, fields); err != nil {
+		if err := checkUTF8(rd.csv, fields, rd.encoding); err != nil {
 			rd.pending = err
 			break
 		}
@@ -401,8 +521,9 @@ func readError(err error) error {
 }
 
 // checkUTF8 returns a *LineError naming the physical line of the first
-// invalid UTF-8 in fields, the row cr has just read.
-func checkUTF8(cr *csv.Reader, fields []string) error {
+// invalid UTF-8 in fields, the row cr has just read from a file in encoding
+// enc. In UTF-16 files, what was not UTF-16 reaches here as invalid UTF-8.
+func checkUTF8(cr *csv.Reader, fields []string, enc string) error {
 	for i, f := range fields {
 		if utf8.ValidString(f) {
 			continue
@@ -417,10 +538,26 @@ func checkUTF8(cr *csv.Reader, fields []string) error {
 			bad += size
 		}
 		line += strings.Count(f[:bad], "\n")
+		if enc == encUTF16LE || enc == encUTF16BE {
+			return &LineError{Line: line, Err: badUTF16{enc: enc, field: i + 1}}
+		}
 		return &LineError{Line: line, Err: fmt.Errorf("%w in field %d", ErrInvalidUTF8, i+1)}
 	}
 	return nil
 }
+
+// badUTF16 is the ErrInvalidUTF8 of a UTF-16 file, whose operator would be
+// puzzled by a message about UTF-8.
+type badUTF16 struct {
+	enc   string
+	field int
+}
+
+func (e badUTF16) Error() string {
+	return "invalid " + e.enc + " in field " + strconv.Itoa(e.field) + " (an unpaired surrogate or a stray byte)"
+}
+
+func (e badUTF16) Is(target error) bool { return target == ErrInvalidUTF8 }
 
 func allEmpty(fields []string) bool {
 	for _, f := range fields {

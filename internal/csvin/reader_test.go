@@ -46,8 +46,12 @@ func TestNewReaderHeader(t *testing.T) {
 		{name: "first row is national data", in: "07400 123456,Ann\n", opt: Options{DefaultRegion: "GB"}, wantErr: ErrNoHeader, wantLine: 1},
 		{name: "missing phone column", in: "mobile,name\n", wantErr: ErrNoPhoneColumn, wantLine: 1,
 			wantText: `line 1: no "phone" column (columns: "mobile", "name")`},
-		{name: "semicolons", in: "phone;name\n", wantErr: ErrNoPhoneColumn, wantLine: 1, wantText: "not semicolons or tabs"},
-		{name: "tabs", in: "phone\tname\n", wantErr: ErrNoPhoneColumn, wantLine: 1, wantText: "not semicolons or tabs"},
+		{name: "semicolons split a one-column header under a forced comma", in: "phone;name\n", opt: Options{Delimiter: ','}, wantErr: ErrNoPhoneColumn, wantLine: 1,
+			wantText: `line 1: no "phone" column (columns: "phone;name"); the header is one column when split at ',', but it contains ';'`},
+		{name: "tabs split a one-column header under a forced semicolon", in: "phone\tname\n", opt: Options{Delimiter: ';'}, wantErr: ErrNoPhoneColumn, wantLine: 1,
+			wantText: "when split at ';', but it contains tab"},
+		{name: "unsupported delimiter", in: "phone\n", opt: Options{Delimiter: ':'}, wantErr: ErrBadDelimiter, wantText: `unsupported delimiter ':' (want ',', ';', tab or '|')`},
+		{name: "NUL in a column name", in: "p\x00h\x00o\x00n\x00e\x00\n\x00", wantErr: ErrInvalidUTF8, wantLine: 1, wantText: "is the file UTF-16 without a byte-order mark?"},
 		{name: "duplicate parameter", in: "phone,Name,x,name \n", wantErr: ErrDuplicateColumn, wantLine: 1,
 			wantText: `line 1: duplicate column: "name" (columns 2 and 4)`},
 		{name: "duplicate phone", in: "phone,PHONE\n", wantErr: ErrDuplicateColumn, wantLine: 1},
@@ -55,7 +59,7 @@ func TestNewReaderHeader(t *testing.T) {
 		{name: "error line after blank lines", in: "\n\nphone,phone\n", wantErr: ErrDuplicateColumn, wantLine: 3},
 		{name: "CR line ends", in: "phone,name\r+447400123456,Ann\r", wantErr: ErrNoHeader, wantLine: 1, wantText: "CR line ends"},
 		{name: "invalid UTF-8", in: "phone,n\xe9m\n", wantErr: ErrInvalidUTF8, wantLine: 1, wantText: "line 1: invalid UTF-8 in field 2"},
-		{name: "UTF-16", in: "\xff\xfep\x00h\x00", wantErr: ErrInvalidUTF8, wantText: "invalid UTF-8: the file is UTF-16"},
+		{name: "UTF-16 cut short", in: "\xff\xfep\x00h\x00o", wantErr: ErrInvalidUTF8, wantLine: 1, wantText: "line 1: invalid UTF-16LE in field 1 (an unpaired surrogate or a stray byte)"},
 		{name: "broken quoting", in: "phone,\"name\n", wantLine: 1, wantText: `extraneous or missing " in quoted-field`},
 		{name: "bare quote", in: "phone,na\"me\n", wantLine: 1, wantText: `line 1: column 9: bare " in non-quoted-field`},
 		{name: "unknown region", in: "phone\n", opt: Options{DefaultRegion: "XX"}, wantErr: ErrUnknownRegion},
@@ -459,15 +463,25 @@ func TestReaderAfterEOF(t *testing.T) {
 
 func TestReaderFixtures(t *testing.T) {
 	tests := []struct {
-		file      string
-		opt       Options
-		wantRows  int
-		wantBad   int
-		wantLines []int // lines of *LineErrors
+		file       string
+		opt        Options
+		wantRows   int
+		wantBad    int
+		wantLines  []int // lines of *LineErrors
+		wantEnc    string
+		wantDelim  rune
+		wantFixed  int64 // Notes().ApostrophesRemoved
+		wantParams []string
 	}{
-		{file: "campaign.csv", wantRows: 6, wantBad: 1},
-		{file: "excel-uk.csv", opt: Options{DefaultRegion: "GB"}, wantRows: 3, wantBad: 0},
-		{file: "broken.csv", wantRows: 3, wantLines: []int{4, 6}},
+		{file: "campaign.csv", wantRows: 6, wantBad: 1, wantEnc: "UTF-8", wantDelim: ',', wantParams: []string{"name", "order"}},
+		{file: "excel-uk.csv", opt: Options{DefaultRegion: "GB"}, wantRows: 3, wantBad: 0, wantEnc: "UTF-8 with BOM", wantDelim: ',', wantParams: []string{"First name", "Amount"}},
+		{file: "broken.csv", wantRows: 3, wantLines: []int{4, 6}, wantEnc: "UTF-8", wantDelim: ',', wantParams: []string{"name"}},
+		// European Excel: semicolons, decimal commas, a German column name,
+		// a web app's apostrophes, a number in scientific notation.
+		{file: "excel-de.csv", opt: Options{DefaultRegion: "DE", PhoneColumn: "mobil"}, wantRows: 5, wantBad: 1,
+			wantEnc: "UTF-8 with BOM", wantDelim: ';', wantFixed: 2, wantParams: []string{"Name", "Betrag", "Stadt"}},
+		// Excel's "Unicode Text": UTF-16LE, tabs, CRLF.
+		{file: "excel-unicode.csv", wantRows: 4, wantBad: 1, wantEnc: "UTF-16LE", wantDelim: '\t', wantFixed: 1, wantParams: []string{"name", "city"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
@@ -491,6 +505,55 @@ func TestReaderFixtures(t *testing.T) {
 			if rows != tt.wantRows || bad != tt.wantBad || !reflect.DeepEqual(lines, tt.wantLines) {
 				t.Errorf("rows, invalid, error lines = %d, %d, %v; want %d, %d, %v", rows, bad, lines, tt.wantRows, tt.wantBad, tt.wantLines)
 			}
+			if r.Encoding() != tt.wantEnc || r.Delimiter() != tt.wantDelim || r.Notes().ApostrophesRemoved != tt.wantFixed {
+				t.Errorf("Encoding, Delimiter, ApostrophesRemoved = %q, %q, %d; want %q, %q, %d",
+					r.Encoding(), r.Delimiter(), r.Notes().ApostrophesRemoved, tt.wantEnc, tt.wantDelim, tt.wantFixed)
+			}
+			if !reflect.DeepEqual(r.Params(), tt.wantParams) {
+				t.Errorf("Params() = %q, want %q", r.Params(), tt.wantParams)
+			}
+		})
+	}
+}
+
+// TestReaderSpreadsheetFixtures checks the rows of the spreadsheet exports
+// in full: line numbers after multi-line cells, decoded text, reasons.
+func TestReaderSpreadsheetFixtures(t *testing.T) {
+	tests := []struct {
+		file string
+		opt  Options
+		want []step
+	}{
+		{
+			file: "excel-de.csv",
+			opt:  Options{DefaultRegion: "DE", PhoneColumn: "Mobil"},
+			want: []step{
+				{rec: Record{Line: 2, Phone: "+491701234567", RawPhone: "+49 170 1234567", Params: []string{"Anna", "12,50", "Köln"}}},
+				{rec: Record{Line: 3, Phone: "+491701234568", RawPhone: "'+491701234568", Params: []string{"Ben", "7,00", "München"}}},
+				{rec: Record{Line: 4, RawPhone: "4,91701E+11", Params: []string{"Carla", "0,99", "Berlin"},
+					Invalid: "invalid phone number: Excel turned it into 4,91701E+11 and dropped digits: format the column as Text and export again"}},
+				{rec: Record{Line: 5, Phone: "+491701234569", RawPhone: "0049 170 1234569", Params: []string{"Dora; Jr", "1,00", "Frankfurt\nam Main"}}},
+				{rec: Record{Line: 7, Phone: "+491701234560", RawPhone: "'0170 1234560", Params: []string{"Emil", "3,00", "Bonn"}}},
+			},
+		},
+		{
+			file: "excel-unicode.csv",
+			want: []step{
+				{rec: Record{Line: 2, Phone: "+447400123456", RawPhone: "+44 7400 123456", Params: []string{"Zoë", "London"}}},
+				{rec: Record{Line: 3, Phone: "+447400123457", RawPhone: "'+447400123457", Params: []string{"山田 太郎", "Leeds\nWest Yorkshire"}}},
+				{rec: Record{Line: 5, RawPhone: "4.474E+11", Params: []string{"Ann 😀", "York"},
+					Invalid: "invalid phone number: Excel turned it into 4.474E+11 and dropped digits: format the column as Text and export again"}},
+				{rec: Record{Line: 7, Phone: "+447400123458", RawPhone: "+447400123458", Params: []string{"Tab\there", "Bath"}}},
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			r, err := NewReader(openFixture(t, tt.file), tt.opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			compareSteps(t, readAll(t, r), tt.want)
 		})
 	}
 }
@@ -504,4 +567,144 @@ func openFixture(t *testing.T, name string) io.Reader {
 	}
 	t.Cleanup(func() { f.Close() })
 	return f
+}
+
+func TestPhoneColumnOption(t *testing.T) {
+	tests := []struct {
+		name       string
+		in         string
+		column     string
+		wantParams []string // success
+		wantErr    string   // else the whole error text
+	}{
+		{name: "default is phone", in: "Name,Phone\n", wantParams: []string{"Name"}},
+		{name: "named column", in: "Name,Phone Number,City\n", column: "Phone Number", wantParams: []string{"Name", "City"}},
+		{name: "case differs", in: "Name,PHONE NUMBER\n", column: "phone number", wantParams: []string{"Name"}},
+		{name: "spaces around the option", in: "Name,Mobile\n", column: "  mobile ", wantParams: []string{"Name"}},
+		{name: "spaces around the header name", in: "Name, Mobile \n", column: "Mobile", wantParams: []string{"Name"}},
+		{name: "blank option means phone", in: "phone,name\n", column: "   ", wantParams: []string{"name"}},
+		{name: "a phone column is then a parameter", in: "phone,Mobile\n", column: "mobile", wantParams: []string{"phone"}},
+		{name: "missing named column", in: "Name,Phone Number,City\n", column: "Mobile",
+			wantErr: `line 1: no "Mobile" column (columns: "Name", "Phone Number", "City"); the phones may be in "Phone Number"`},
+		{name: "missing default column", in: "Name,Phone Number,City\n",
+			wantErr: `line 1: no "phone" column (columns: "Name", "Phone Number", "City"); the phones may be in "Phone Number"`},
+		{name: "no suggestion", in: "Name,City\n",
+			wantErr: `line 1: no "phone" column (columns: "Name", "City")`},
+		{name: "separators are not ignored in the option", in: "Name,Phone_Number\n", column: "phone number",
+			wantErr: `line 1: no "phone number" column (columns: "Name", "Phone_Number"); the phones may be in "Phone_Number"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, err := NewReader(strings.NewReader(tt.in), Options{PhoneColumn: tt.column})
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Fatalf("NewReader: %v", err)
+				}
+				if !reflect.DeepEqual(r.Params(), tt.wantParams) {
+					t.Errorf("Params() = %q, want %q", r.Params(), tt.wantParams)
+				}
+				return
+			}
+			if err == nil || err.Error() != tt.wantErr {
+				t.Fatalf("NewReader error = %v, want %s", err, tt.wantErr)
+			}
+			var npc *NoPhoneColumnError
+			if !errors.Is(err, ErrNoPhoneColumn) || !errors.As(err, &npc) {
+				t.Fatalf("error %v: want ErrNoPhoneColumn in a *NoPhoneColumnError", err)
+			}
+		})
+	}
+}
+
+func TestNoPhoneColumnError(t *testing.T) {
+	_, err := NewReader(strings.NewReader(" Name ,,Customer Phone,a,b,c,d,e,f,g,h,i\n"), Options{})
+	var npc *NoPhoneColumnError
+	if !errors.As(err, &npc) {
+		t.Fatalf("err = %v, want a *NoPhoneColumnError", err)
+	}
+	want := NoPhoneColumnError{Want: "phone", Columns: []string{"Name", "", "Customer Phone", "a", "b", "c", "d", "e", "f", "g", "h", "i"}, Likely: "Customer Phone"}
+	if npc.Want != want.Want || !reflect.DeepEqual(npc.Columns, want.Columns) || npc.Likely != want.Likely {
+		t.Errorf("got %+v, want %+v", *npc, want)
+	}
+	const text = `no "phone" column (columns: "Name", "", "Customer Phone", "a", "b", "c", "d", "e", "f", "g", …); the phones may be in "Customer Phone"`
+	if npc.Error() != text {
+		t.Errorf("Error() = %s\nwant      %s", npc.Error(), text)
+	}
+}
+
+func TestLikelyPhoneColumn(t *testing.T) {
+	tests := []struct {
+		name   string
+		header []string
+		want   string
+	}{
+		{"none", []string{"Name", "City", "Amount"}, ""},
+		{"empty header", nil, ""},
+		{"phone number with a space", []string{"Name", "Phone Number"}, "Phone Number"},
+		{"underscore", []string{"name", "mobile_number"}, "mobile_number"},
+		{"dash and capitals", []string{"Name", "WhatsApp-Number"}, "WhatsApp-Number"},
+		{"camel case", []string{"PhoneNumber", "Name"}, "PhoneNumber"},
+		{"msisdn", []string{"MSISDN", "Name"}, "MSISDN"},
+		{"tel with a dot", []string{"Name", "Tel."}, "Tel."},
+		{"phone beats mobile", []string{"Mobile", "Phone Number"}, "Phone Number"},
+		{"mobile beats tel", []string{"Tel", "Mobile"}, "Mobile"},
+		{"specific beats number", []string{"Number", "Cell"}, "Cell"},
+		{"number beats contact", []string{"Contact", "Number"}, "Number"},
+		{"exact name beats a word inside", []string{"Customer Phone", "Telephone"}, "Telephone"},
+		{"word inside", []string{"Name", "Mobile No."}, "Mobile No."},
+		{"better word inside", []string{"Mobile (work)", "Customer Phone"}, "Customer Phone"},
+		{"leftmost among equals", []string{"Phone 1", "Phone 2"}, "Phone 1"},
+		{"short words only whole", []string{"Hotel", "Cancelled"}, ""},
+		{"contact name is not a phone", []string{"Contact Name", "Account Number"}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := likelyPhoneColumn(tt.header); got != tt.want {
+				t.Errorf("likelyPhoneColumn(%q) = %q, want %q", tt.header, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestReaderNotes(t *testing.T) {
+	in := "phone,name\n" +
+		"'+447911123456,fixed\n" +
+		"  '+44 7911 123457 ,fixed after spaces\n" +
+		"'07911 123458,fixed with the region\n" +
+		"+447911123459,nothing to fix\n" +
+		"'+44 7911,still too short\n" +
+		"''+447911123460,two apostrophes\n" +
+		"',only an apostrophe\n"
+	for i := range 2 * batchSize {
+		// Across batches, which are normalized in parallel.
+		in += "'" + SampleNumber(i) + ",x\n"
+	}
+	r, err := NewReader(strings.NewReader(in), Options{DefaultRegion: "GB"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var invalid []string
+	for {
+		rec, err := r.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rec.Invalid != "" {
+			invalid = append(invalid, rec.RawPhone+": "+rec.Invalid)
+		}
+	}
+	if got, want := r.Notes(), (Notes{ApostrophesRemoved: 3 + 2*batchSize}); got != want {
+		t.Errorf("Notes() = %+v, want %+v", got, want)
+	}
+	wantInvalid := []string{
+		"'+44 7911: invalid phone number: too short",
+		"''+447911123460: invalid phone number: contains '\\''",
+		"': invalid phone number: empty",
+	}
+	if !reflect.DeepEqual(invalid, wantInvalid) {
+		t.Errorf("invalid rows = %q, want %q", invalid, wantInvalid)
+	}
 }
