@@ -130,6 +130,8 @@ func exitCode(err error) (int, string) {
 		return ExitFatal, apiHint(err)
 	case errors.Is(err, csvin.ErrInvalidUTF8):
 		return ExitUsage, "save the file as \"CSV UTF-8\" and run again: nothing was sent"
+	case errors.Is(err, csvin.ErrBadDelimiter):
+		return ExitUsage, `--delimiter takes ",", ";", "tab" or "|"`
 	case errors.Is(err, csvin.ErrUnknownRegion):
 		return ExitUsage, "--default-region takes a two-letter ISO 3166 code, e.g. GB, US, BR"
 	case errors.As(err, &lineErr), errors.Is(err, csvin.ErrNoHeader), errors.Is(err, csvin.ErrNoPhoneColumn), errors.Is(err, csvin.ErrDuplicateColumn):

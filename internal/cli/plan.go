@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -22,6 +23,12 @@ func printPlan(ctx context.Context, ios *IO, st *store.Store, s store.Settings) 
 	c := r.Counts
 	w := ios.Out
 	fmt.Fprintf(w, "plan: template %s/%s, %d parameter column(s) %v\n", s.Template, s.Lang, len(s.Params), s.Params)
+	if s.Encoding != "" { // checkpoints made before it was stored say nothing
+		fmt.Fprintf(w, "file: %s, delimiter %q, phones in column %q\n", s.Encoding, cmp.Or(s.Delimiter, ","), cmp.Or(s.PhoneColumn, "phone"))
+	}
+	if s.ApostrophesRemoved > 0 {
+		fmt.Fprintf(w, "note: removed a leading apostrophe (a spreadsheet's text marker) from %d phones\n", s.ApostrophesRemoved)
+	}
 	fmt.Fprintf(w, "rows: %d total, %d to send, %d skipped, %d in doubt, %d already settled\n",
 		c.Total, c.Pending, c.Skipped, c.InDoubt, c.Sent+c.Delivered+c.Read+c.Failed)
 	printSkipped(w, "  skipped ", r)

@@ -32,9 +32,9 @@ func newReconcileCmd(ios *IO, logger func() (*slog.Logger, error)) *cobra.Comman
 	cmd := &cobra.Command{
 		Use:   "reconcile CAMPAIGN.csv|--db PATH LOGFILE... [flags]",
 		Short: "Settle rows in doubt and record delivered/read from exported status-webhook logs",
-		Long: `Reconcile reads status webhooks exported from your webhook receiver (one Meta
-webhook body per line, or a JSON array of bodies; .gz read transparently; "-"
-is stdin) and applies them to the checkpoint: statuses match rows by
+		Long: `Reconcile reads status webhooks exported from your webhook receiver (Meta
+webhook bodies one per line, pretty-printed, one after another, or in JSON
+arrays; .gz read transparently; "-" is stdin) and applies them to the checkpoint: statuses match rows by
 biz_opaque_callback_data, else by wamid; they apply monotonically
 (sent < delivered < read), so duplicates and any order give the same result.
 
@@ -45,8 +45,8 @@ for the next run (may duplicate), fail fails them (may miss).
 
 Running it again with the same logs changes nothing.
 
-Exit status: 0 done and no row in doubt; 1 error; 2 usage; 3 rows still in
-doubt; 4 a run holds the checkpoint.`,
+Exit status: 0 done and no row in doubt; 1 error; 2 usage, or a log with no
+status webhook in it; 3 rows still in doubt; 4 a run holds the checkpoint.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if o.db == "" {
 				if len(args) < 2 {
@@ -118,8 +118,15 @@ func runReconcile(ctx context.Context, ios *IO, o *reconcileOptions, log *slog.L
 		return err
 	}
 	for _, path := range o.logs {
-		if err := readLog(ctx, rc, path, ios.In, log); err != nil {
+		c, err := readLog(ctx, rc, path, ios.In, log)
+		if err != nil {
 			return err
+		}
+		// A log with bytes and no status is not the log meant: saying
+		// "nothing changed" with exit 0 would tell cron all is well.
+		if c.Bytes > 0 && c.Statuses == 0 {
+			return usagef("reconcile reads the status webhooks your receiver logged (a JSON body per line, pretty-printed, or an array of them)",
+				"webhook log %s: no status webhook in it: %s", path, describeLog(c))
 		}
 	}
 	sum, err := rc.Finish(ctx)
@@ -148,7 +155,7 @@ func runReconcile(ctx context.Context, ios *IO, o *reconcileOptions, log *slog.L
 
 // readLog applies the webhook log at path ("-": stdin, gzip detected).
 // Each log is opened only when its turn comes.
-func readLog(ctx context.Context, rc *reconcile.Reconciler, path string, stdin io.Reader, log *slog.Logger) error {
+func readLog(ctx context.Context, rc *reconcile.Reconciler, path string, stdin io.Reader, log *slog.Logger) (webhook.Counts, error) {
 	log.Debug("reading webhook log", "path", path)
 	// Open reads the first bytes (to detect gzip): on stdin that may wait
 	// for a writer, and an interrupt must not.
@@ -165,17 +172,41 @@ func readLog(ctx context.Context, rc *reconcile.Reconciler, path string, stdin i
 	select {
 	case o = <-ch:
 	case <-ctx.Done():
-		return ctx.Err()
+		return webhook.Counts{}, ctx.Err()
 	}
 	if o.err != nil {
-		return o.err
+		return webhook.Counts{}, o.err
 	}
 	defer o.f.Close() // read only: its close error says nothing
-	err := rc.Read(ctx, path, webhook.Statuses(webhook.NewReader(o.f)))
-	if err != nil && ctx.Err() == nil {
-		err = fmt.Errorf("webhook log %s: %w", path, err)
+	r := webhook.NewReader(o.f)
+	if err := rc.Read(ctx, path, webhook.Statuses(r)); err != nil {
+		if ctx.Err() == nil {
+			err = fmt.Errorf("webhook log %s: %w", path, err)
+		}
+		return webhook.Counts{}, err // r may still be in use: no counts
 	}
-	return err
+	return r.Counts(), nil
+}
+
+// describeLog says what a log held instead of statuses, e.g. "39 lines,
+// none a webhook body".
+func describeLog(c webhook.Counts) string {
+	n := func(v int64, one, many string) string {
+		if v == 1 {
+			return "1 " + one
+		}
+		return fmt.Sprintf("%d %s", v, many)
+	}
+	lines := n(c.TextLines, "line", "lines")
+	switch {
+	case c.NotStatus > 0 && c.Invalid > 0:
+		return fmt.Sprintf("%s: %s without statuses (messages, not statuses?) and %s (first at line %d)", lines,
+			n(c.NotStatus, "webhook body", "webhook bodies"), n(c.Invalid, "record that is not a webhook body", "records that are not webhook bodies"), c.FirstInvalid[0])
+	case c.NotStatus > 0:
+		return fmt.Sprintf("%s: %s, none with statuses (messages, not statuses?)", lines, n(c.NotStatus, "webhook body", "webhook bodies"))
+	default:
+		return lines + ", none a webhook body"
+	}
 }
 
 func printReconcile(ios *IO, s reconcile.Summary, c campaign.Counts) {

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -43,6 +44,8 @@ type runOptions struct {
 	inDoubtGrace   time.Duration
 	exclude        string
 	region         string
+	phoneColumn    string
+	delimiter      string
 	tokenFile      string
 	dryRun         bool
 	sandbox        bool
@@ -106,6 +109,8 @@ flag value, and is never written anywhere.
 	f.DurationVar(&o.inDoubtGrace, "in-doubt-grace", 0, "apply --in-doubt only to rows whose last attempt is older than this")
 	f.StringVar(&o.exclude, "exclude", "", "suppression list (one phone per line, or a CSV with a phone column): those rows are skipped")
 	f.StringVar(&o.region, "default-region", "", "region (ISO 3166 code, e.g. GB) for numbers written without a country code")
+	f.StringVar(&o.phoneColumn, "phone-column", "phone", "the CSV column that holds the phone numbers (any case)")
+	f.StringVar(&o.delimiter, "delimiter", "", `the CSV's field separator: ",", ";", "tab" or "|" (default: detected from the header)`)
 	f.StringVar(&o.tokenFile, "token-file", "", "read the access token from this file instead of WHATSAPP_TOKEN")
 	f.BoolVar(&o.dryRun, "dry-run", false, "import and validate, print the plan and an estimate; send nothing, keep no checkpoint")
 	f.BoolVar(&o.sandbox, "sandbox", false, "send to an in-process sandbox API instead of Meta (no account needed); webhooks go to CAMPAIGN.webhooks.jsonl")
@@ -301,6 +306,14 @@ func (o *runOptions) validate() error {
 	if _, err := campaign.ParsePolicy(o.inDoubt); err != nil {
 		return usagef("", "invalid --in-doubt: %w", err)
 	}
+	switch o.delimiter {
+	case "", ",", ";", "|", "tab", `\t`:
+	default:
+		return usagef(`e.g. --delimiter ";" for a European-locale Excel export, --delimiter tab for "Unicode Text"`, "invalid --delimiter %q: want \",\", \";\", \"tab\" or \"|\"", o.delimiter)
+	}
+	if strings.TrimSpace(o.phoneColumn) == "" {
+		return usagef("", "--phone-column is empty")
+	}
 	for _, f := range o.from {
 		if f == "" || strings.Trim(f, "0123456789") != "" {
 			return usagef("--from takes the phone-number IDs shown in WhatsApp Manager (digits), not phone numbers", "invalid --from %q", f)
@@ -356,6 +369,8 @@ func (o *runOptions) settings(ctx context.Context, st *store.Store, readOnly boo
 		{"lang", s.Lang, o.lang},
 		{"from", strings.Join(s.Senders, ","), strings.Join(o.from, ",")},
 		{"default-region", s.DefaultRegion, o.region},
+		{"phone-column", cmp.Or(s.PhoneColumn, "phone"), o.phoneColumn},
+		{"delimiter", cmp.Or(s.Delimiter, ","), delimiterName(o.delimiterRune())},
 	}
 	for _, f := range fixed {
 		if o.changed(f.flag) && f.now != f.was {
@@ -396,7 +411,13 @@ func (o *runOptions) importCSV(ctx context.Context, st *store.Store) (store.Sett
 	defer f.Close()
 	h := sha256.New()
 	counter := &countingWriter{w: h}
-	rd, err := csvin.NewReader(bufio.NewReaderSize(io.TeeReader(f, counter), 1<<16), csvin.Options{DefaultRegion: o.region})
+	rd, err := csvin.NewReader(bufio.NewReaderSize(io.TeeReader(f, counter), 1<<16), csvin.Options{
+		DefaultRegion: o.region, PhoneColumn: o.phoneColumn, Delimiter: o.delimiterRune(),
+	})
+	var noPhone *csvin.NoPhoneColumnError
+	if errors.As(err, &noPhone) && noPhone.Likely != "" {
+		return store.Settings{}, usagef(fmt.Sprintf("pass --phone-column %q", noPhone.Likely), "%s: %w", o.csv, err)
+	}
 	if err != nil {
 		return store.Settings{}, fmt.Errorf("%s: %w", o.csv, err)
 	}
@@ -410,7 +431,8 @@ func (o *runOptions) importCSV(ctx context.Context, st *store.Store) (store.Sett
 	s := store.Settings{
 		CampaignID: id, Template: o.template, Lang: o.lang, Senders: o.from, Rate: o.rate,
 		Concurrency: o.concurrency, MaxAttempts: o.maxAttempts, DefaultRegion: o.region,
-		Params: rd.Params(), CreatedAt: time.Now().UTC(),
+		Params: rd.Params(), PhoneColumn: o.phoneColumn, Delimiter: delimiterName(rd.Delimiter()),
+		Encoding: rd.Encoding(), CreatedAt: time.Now().UTC(),
 	}
 	var row int64
 	next := func() (store.Row, error) {
@@ -427,13 +449,41 @@ func (o *runOptions) importCSV(ctx context.Context, st *store.Store) (store.Sett
 	start := time.Now()
 	n, err := st.Import(ctx, next, func() store.Settings {
 		s.CSVHash, s.CSVSize = hex.EncodeToString(h.Sum(nil)), counter.n
+		s.ApostrophesRemoved = rd.Notes().ApostrophesRemoved
 		return s
 	})
 	if err != nil {
 		return s, err
 	}
-	o.log.Info("imported", "rows", n, "took", time.Since(start).Round(time.Millisecond), "checkpoint", st.Path())
+	o.log.Info("imported", "rows", n, "took", time.Since(start).Round(time.Millisecond), "checkpoint", st.Path(),
+		"delimiter", s.Delimiter, "encoding", s.Encoding)
+	if s.ApostrophesRemoved > 0 {
+		o.log.Info("removed a leading apostrophe (a spreadsheet's text marker) from phones", "rows", s.ApostrophesRemoved)
+	}
 	return s, nil
+}
+
+// delimiterRune is --delimiter as csvin takes it: 0 to detect. validate
+// has refused any other value.
+func (o *runOptions) delimiterRune() rune {
+	switch o.delimiter {
+	case "":
+		return 0
+	case "tab", `\t`:
+		return '\t'
+	}
+	return []rune(o.delimiter)[0]
+}
+
+// delimiterName is how the plan and the settings name a delimiter.
+func delimiterName(r rune) string {
+	switch r {
+	case 0:
+		return ""
+	case '\t':
+		return "tab"
+	}
+	return string(r)
 }
 
 // checkpointRow is CSV record rec as the row-th recipient.

@@ -2,7 +2,10 @@ package cli
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"net/http/httptest"
 	"os"
@@ -12,6 +15,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf16"
 
 	"github.com/rogpeppe/go-internal/testscript"
 
@@ -60,6 +64,8 @@ func TestScripts(t *testing.T) {
 			"exitcode":  cmdExitCode,
 			"savecount": cmdSaveCount,
 			"fixture":   cmdFixture(fixtures),
+			"pretty":    cmdPretty,
+			"utf16":     cmdUTF16,
 		},
 	})
 }
@@ -176,6 +182,34 @@ func cmdFixture(dir string) func(ts *testscript.TestScript, neg bool, args []str
 			ts.Check(os.WriteFile(ts.MkAbs(to), b, 0o600))
 		}
 	}
+}
+
+// pretty IN OUT writes the NDJSON log IN as its bodies pretty-printed, one
+// after another, as jq . and many webhook receivers write them.
+func cmdPretty(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 2 || neg {
+		ts.Fatalf("usage: pretty IN OUT")
+	}
+	var out bytes.Buffer
+	for _, line := range strings.Split(strings.TrimSpace(ts.ReadFile(args[0])), "\n") {
+		ts.Check(json.Indent(&out, []byte(line), "", "  "))
+		out.WriteByte('\n')
+	}
+	ts.Check(os.WriteFile(ts.MkAbs(args[1]), out.Bytes(), 0o644))
+}
+
+// utf16 IN OUT writes the UTF-8 file IN as UTF-16LE with a byte-order mark,
+// tabs for commas: what Excel's "Unicode Text" export writes.
+func cmdUTF16(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 2 || neg {
+		ts.Fatalf("usage: utf16 IN OUT")
+	}
+	text := strings.ReplaceAll(strings.ReplaceAll(ts.ReadFile(args[0]), ",", "\t"), "\n", "\r\n")
+	out := []byte{0xff, 0xfe}
+	for _, u := range utf16.Encode([]rune(text)) {
+		out = binary.LittleEndian.AppendUint16(out, u)
+	}
+	ts.Check(os.WriteFile(ts.MkAbs(args[1]), out, 0o644))
 }
 
 // gencsv FILE N writes a campaign CSV of N recipients with two parameters.

@@ -27,18 +27,18 @@ func (s *Store) Counts(ctx context.Context) (campaign.Counts, error) {
 
 // Report is what `bulksend status` shows.
 type Report struct {
-	Counts     campaign.Counts
-	ByError    []ErrorCount  // failed, retrying and in-doubt rows by last error
-	BySender   []SenderCount // per sender number
-	Skipped    map[campaign.SkipKind]int64
+	Counts   campaign.Counts
+	ByError  []ErrorCount  // failed, retrying and in-doubt rows by last error
+	BySender []SenderCount // per sender number
+	Skipped  map[campaign.SkipKind]int64
 	// SkipExamples holds, for each kind in Skipped, its first row: what
 	// an operator looks at to fix the file.
 	SkipExamples map[campaign.SkipKind]SkipExample
-	Retrying   int64     // pending rows with attempts behind them
-	NextRetry  time.Time // when the earliest of them is due
-	SentLast   int64     // rows accepted in the minute before At
-	At         time.Time
-	Deliveries []time.Duration // sorted time from sent to delivered, for percentiles
+	Retrying     int64     // pending rows with attempts behind them
+	NextRetry    time.Time // when the earliest of them is due
+	SentLast     int64     // rows accepted in the minute before At
+	At           time.Time
+	Deliveries   []time.Duration // sorted time from sent to delivered, for percentiles
 }
 
 // SkipExample is one skipped row, to show what a kind of skip looks like.

@@ -11,18 +11,24 @@ import (
 
 // Settings are what the first run was given; later runs reuse them.
 type Settings struct {
-	CampaignID    string    `json:"campaign_id"`
-	Template      string    `json:"template"`
-	Lang          string    `json:"lang"`
-	Senders       []string  `json:"senders,omitempty"` // --from; empty when the CSV has a from column
-	Rate          float64   `json:"rate"`
-	Concurrency   int       `json:"concurrency"` // 0: derived from rate and latency
-	MaxAttempts   int       `json:"max_attempts"`
-	DefaultRegion string    `json:"default_region,omitempty"`
-	Params        []string  `json:"params"` // parameter column names
-	CSVHash       string    `json:"csv_sha256"`
-	CSVSize       int64     `json:"csv_size"`
-	CreatedAt     time.Time `json:"created_at"`
+	CampaignID    string   `json:"campaign_id"`
+	Template      string   `json:"template"`
+	Lang          string   `json:"lang"`
+	Senders       []string `json:"senders,omitempty"` // --from; empty when the CSV has a from column
+	Rate          float64  `json:"rate"`
+	Concurrency   int      `json:"concurrency"` // 0: derived from rate and latency
+	MaxAttempts   int      `json:"max_attempts"`
+	DefaultRegion string   `json:"default_region,omitempty"`
+	Params        []string `json:"params"`                 // parameter column names
+	PhoneColumn   string   `json:"phone_column,omitempty"` // "": "phone"
+	// How the CSV was read: its delimiter ("," ";" "tab" "|"; "": ","), its
+	// encoding, and the phones whose leading apostrophe was removed.
+	Delimiter          string    `json:"delimiter,omitempty"`
+	Encoding           string    `json:"encoding,omitempty"`
+	ApostrophesRemoved int64     `json:"apostrophes_removed,omitempty"`
+	CSVHash            string    `json:"csv_sha256"`
+	CSVSize            int64     `json:"csv_size"`
+	CreatedAt          time.Time `json:"created_at"`
 }
 
 // ErrNoSettings means the checkpoint has not been set up by a first run.
