@@ -36,7 +36,8 @@ const (
 const exitCodesHelp = `Exit status:
   0  finished: no row pending, sending or in doubt
   1  fatal: authentication, template or account error, I/O error
-  2  usage error or bad input (flags, CSV)
+  2  usage error or bad input (flags, CSV, a webhook log with no status
+     webhook in it)
   3  unfinished, run again later: interrupted, retries scheduled for later,
      rows in doubt, API unreachable
   4  another bulksend holds this checkpoint`

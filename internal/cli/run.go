@@ -306,9 +306,7 @@ func (o *runOptions) validate() error {
 	if _, err := campaign.ParsePolicy(o.inDoubt); err != nil {
 		return usagef("", "invalid --in-doubt: %w", err)
 	}
-	switch o.delimiter {
-	case "", ",", ";", "|", "tab", `\t`:
-	default:
+	if _, ok := parseDelimiter(o.delimiter); !ok {
 		return usagef(`e.g. --delimiter ";" for a European-locale Excel export, --delimiter tab for "Unicode Text"`, "invalid --delimiter %q: want \",\", \";\", \"tab\" or \"|\"", o.delimiter)
 	}
 	if strings.TrimSpace(o.phoneColumn) == "" {
@@ -464,15 +462,24 @@ func (o *runOptions) importCSV(ctx context.Context, st *store.Store) (store.Sett
 }
 
 // delimiterRune is --delimiter as csvin takes it: 0 to detect. validate
-// has refused any other value.
+// has refused a value parseDelimiter does not know.
 func (o *runOptions) delimiterRune() rune {
-	switch o.delimiter {
+	r, _ := parseDelimiter(o.delimiter)
+	return r
+}
+
+// parseDelimiter reads a --delimiter value: "" (0, detect), ",", ";", "|",
+// "tab" or `\t`.
+func parseDelimiter(s string) (rune, bool) {
+	switch s {
 	case "":
-		return 0
+		return 0, true
+	case ",", ";", "|":
+		return rune(s[0]), true
 	case "tab", `\t`:
-		return '\t'
+		return '\t', true
 	}
-	return []rune(o.delimiter)[0]
+	return 0, false
 }
 
 // delimiterName is how the plan and the settings name a delimiter.
