@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/bulksend/bulksend/internal/campaign"
+	"github.com/bulksend/bulksend/internal/template"
 )
 
 // DefaultVersion is the Graph API version put in the path.
@@ -31,6 +32,9 @@ type Client struct {
 	Token   string // never logged, never part of an error
 	HTTP    *http.Client
 	Timeout time.Duration // per request; 0 means none beyond ctx
+	// Mapping fills the template from a message's Params; nil sends the
+	// Params as the body's positional parameters.
+	Mapping *template.Mapping
 }
 
 // NewHTTPClient returns an http.Client whose transport keeps enough idle
@@ -55,9 +59,9 @@ type Request struct {
 }
 
 type Template struct {
-	Name       string      `json:"name"`
-	Language   Language    `json:"language"`
-	Components []Component `json:"components,omitempty"`
+	Name       string                   `json:"name"`
+	Language   Language                 `json:"language"`
+	Components []template.SendComponent `json:"components,omitempty"`
 }
 
 type Language struct {
@@ -65,18 +69,9 @@ type Language struct {
 	Code   string `json:"code"`
 }
 
-type Component struct {
-	Type       string      `json:"type"`
-	Parameters []Parameter `json:"parameters"`
-}
-
-type Parameter struct {
-	Type string `json:"type"`
-	Text string `json:"text"`
-}
-
-// NewRequest builds the wire request for m.
-func NewRequest(m campaign.Message) Request {
+// NewRequest builds the wire request for m, its template filled by mp
+// (nil: m.Params are the body's positional parameters).
+func NewRequest(m campaign.Message, mp *template.Mapping) Request {
 	r := Request{
 		MessagingProduct: "whatsapp",
 		RecipientType:    "individual",
@@ -88,12 +83,15 @@ func NewRequest(m campaign.Message) Request {
 			Language: Language{Policy: "deterministic", Code: m.Lang},
 		},
 	}
-	if len(m.Params) > 0 {
-		ps := make([]Parameter, len(m.Params))
+	switch {
+	case mp != nil:
+		r.Template.Components = mp.Components(m.Params)
+	case len(m.Params) > 0:
+		ps := make([]template.Parameter, len(m.Params))
 		for i, p := range m.Params {
-			ps[i] = Parameter{Type: "text", Text: p}
+			ps[i] = template.Parameter{Type: "text", Text: p}
 		}
-		r.Template.Components = []Component{{Type: "body", Parameters: ps}}
+		r.Template.Components = []template.SendComponent{{Type: "body", Parameters: ps}}
 	}
 	return r
 }
@@ -118,7 +116,7 @@ type response struct {
 // an *APIError); otherwise whether the request was written decides between
 // NeverLeft (a safe retry) and Unanswered (in doubt).
 func (c *Client) Send(ctx context.Context, m campaign.Message) (string, error) {
-	body, err := json.Marshal(NewRequest(m))
+	body, err := json.Marshal(NewRequest(m, c.Mapping))
 	if err != nil {
 		return "", neverLeft(fmt.Errorf("encode request: %w", err))
 	}

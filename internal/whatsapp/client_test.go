@@ -27,7 +27,7 @@ func TestRequestConformsToOpenAPI(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, m := range []campaign.Message{msg, {From: "1", To: "+15551234567", Template: "hello_world", Lang: "en"}} {
-		body, err := json.Marshal(NewRequest(m))
+		body, err := json.Marshal(NewRequest(m, nil))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -98,7 +98,7 @@ var classes = map[int]campaign.Class{
 	// Per-recipient permanent.
 	131026: permanent, 131021: permanent, 131047: permanent, 131049: permanent,
 	131050: permanent, 130472: permanent, 130403: permanent, 130497: permanent,
-	131009: permanent, 132005: permanent, 135000: permanent,
+	131009: permanent, 132005: permanent, 132018: permanent, 135000: permanent,
 	// Campaign-fatal: token, permissions, account, template.
 	0: fatal, 3: fatal, 10: fatal, 190: fatal, 368: fatal, 100: fatal,
 	131005: fatal, 131008: fatal, 131031: fatal, 131042: fatal, 131045: fatal,
@@ -138,6 +138,9 @@ func (e *APIError) Is(target error) bool {
 	return false
 }
 
+// PausedHint says when a paused template can be sent again.
+const PausedHint = "the template is paused for low quality: a first pause lasts 3 hours and a second 6 hours (a third disables it); one paused during template pacing stays paused until you unpause it in WhatsApp Manager"
+
 // Hint says what an operator should do about a fatal answer, in terms of
 // Meta's tools.
 func (e *APIError) Hint() string {
@@ -152,8 +155,10 @@ func (e *APIError) Hint() string {
 		return "the template does not exist in this language or is not approved: check it in WhatsApp Manager"
 	case e.Code == 132000:
 		return "the template expects a different number of body parameters than the request has"
-	case e.Code == 132015 || e.Code == 132016:
-		return "the template is paused or disabled for low quality: edit or replace it in WhatsApp Manager"
+	case e.Code == 132015:
+		return PausedHint
+	case e.Code == 132016:
+		return "the template is disabled for good after repeated pauses: create a new template"
 	case e.Code == 368 || e.Code == 131031 || e.Code == 131048 || e.Code == 131064:
 		return "the account or number is restricted: see Account Quality in WhatsApp Manager before sending more"
 	case e.Code == 131042:

@@ -1,0 +1,286 @@
+package template
+
+import (
+	"fmt"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// Meta's limits on parameter values.
+const (
+	HeaderTextMax = 60 // characters of a header's text parameter
+	CodeMax       = 15 // characters of an authentication code or a coupon
+)
+
+// Validate checks one row's cells against Meta's rules for the values of
+// the slots they fill. It returns "" for a row that can be sent, else the
+// reason it cannot, naming the column and the rule.
+func (m *Mapping) Validate(cells []string) string {
+	for _, b := range m.Bindings {
+		if b.Cell < 0 {
+			continue // checked once, in New
+		}
+		v := ""
+		if b.Cell < len(cells) {
+			v = cells[b.Cell]
+		}
+		if why := m.check(b, v); why != "" {
+			return fmt.Sprintf("column %q: %s", b.Column, why)
+		}
+	}
+	return ""
+}
+
+// optional slots may be empty in a row: the value is left out.
+func optional(s Slot) bool {
+	return s.Part == Header && (s.Kind == "filename" || s.Kind == "name" || s.Kind == "address") ||
+		s.Part == Btn && s.Kind == "payload"
+}
+
+// check returns why v cannot fill b's slot, or "".
+func (m *Mapping) check(b Binding, v string) string {
+	if v == "" {
+		if optional(b.Slot) {
+			return ""
+		}
+		return "is empty"
+	}
+	switch {
+	case b.Part == Body:
+		return textRules(v, m.BodyMax, "a body parameter")
+	case b.Part == Header && b.Kind == "text":
+		return textRules(v, HeaderTextMax, "a header parameter")
+	case b.Part == Header && (b.Kind == "image" || b.Kind == "video" || b.Kind == "document"):
+		return mediaRule(v)
+	case b.Part == Header && b.Kind == "latitude":
+		return coordinate(v, 90)
+	case b.Part == Header && b.Kind == "longitude":
+		return coordinate(v, 180)
+	case b.Part == Header: // filename, name, address
+		if strings.ContainsAny(v, "\r\n") {
+			return "has a line break"
+		}
+	case b.Part == Btn && b.Kind == "url":
+		return urlSuffixRule(v)
+	case b.Part == Btn && b.Kind == "coupon":
+		return codeRule(v, "a coupon code")
+	case b.Part == Auth:
+		if why := codeRule(v, "an authentication code"); why != "" {
+			return why
+		}
+		return urlSuffixRule(v) // it is also the button's URL parameter
+	}
+	return ""
+}
+
+// textRules are Meta's rules for text parameters (error 132018 and 132005).
+func textRules(v string, max int, what string) string {
+	if i := strings.IndexAny(v, "\r\n\t"); i >= 0 {
+		c := "a line break"
+		if v[i] == '\t' {
+			c = "a tab"
+		}
+		return fmt.Sprintf("has %s (Meta refuses line breaks, tabs and more than 4 spaces in a row in a text parameter)", c)
+	}
+	if strings.Contains(v, "     ") {
+		return "has more than 4 spaces in a row (Meta refuses line breaks, tabs and more than 4 spaces in a row in a text parameter)"
+	}
+	if len(v) > max {
+		if n := utf8.RuneCountInString(v); n > max {
+			return fmt.Sprintf("is %d characters long: Meta takes at most %d in %s", n, max, what)
+		}
+	}
+	return ""
+}
+
+func mediaRule(v string) string {
+	if isDigits(v) {
+		return "" // an uploaded media ID
+	}
+	u, err := url.Parse(v)
+	if err != nil || u.Scheme != "https" || u.Host == "" || strings.ContainsAny(v, " \t\r\n") {
+		return "is neither an https link nor an uploaded media ID"
+	}
+	return ""
+}
+
+func coordinate(v string, limit float64) string {
+	f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+	if err != nil || f < -limit || f > limit {
+		return fmt.Sprintf("is not a coordinate from -%g to %g", limit, limit)
+	}
+	return ""
+}
+
+func codeRule(v, what string) string {
+	if n := utf8.RuneCountInString(v); n > CodeMax {
+		return fmt.Sprintf("is %d characters long: Meta takes at most %d in %s", n, CodeMax, what)
+	}
+	return ""
+}
+
+// urlSuffixRule keeps to the characters a URL may carry (RFC 3986's
+// unreserved and reserved ones, and percent escapes): Meta appends the
+// suffix to the button's URL as it is.
+func urlSuffixRule(v string) string {
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("-._~:/?#[]@!$&'()*+,;=%", c) >= 0 {
+			continue
+		}
+		r, _ := utf8.DecodeRuneInString(v[i:])
+		return fmt.Sprintf("has %q, which a URL cannot carry: percent-encode it", r)
+	}
+	return ""
+}
+
+// Components builds the template components of the send request for one
+// row, whose cells passed Validate.
+func (m *Mapping) Components(cells []string) []SendComponent {
+	val := func(b Binding) string {
+		if b.Cell < 0 {
+			return b.Value
+		}
+		if b.Cell < len(cells) {
+			return cells[b.Cell]
+		}
+		return ""
+	}
+	var out []SendComponent
+	if p, ok := m.header(val); ok {
+		out = append(out, SendComponent{Type: Header, Parameters: []Parameter{p}})
+	}
+	var body []Parameter
+	for _, b := range m.Bindings {
+		if b.Part == Body {
+			p := Parameter{Type: "text", Text: val(b)}
+			if m.Named {
+				p.ParameterName = b.Name
+			}
+			body = append(body, p)
+		}
+	}
+	code, auth := m.find(Auth, "code", 0)
+	if auth {
+		body = []Parameter{{Type: "text", Text: val(code)}}
+	}
+	if len(body) > 0 {
+		out = append(out, SendComponent{Type: Body, Parameters: body})
+	}
+	if auth {
+		out = append(out, SendComponent{Type: Btn, SubType: "url", Index: "0", Parameters: []Parameter{{Type: "text", Text: val(code)}}})
+	}
+	var buttons []SendComponent
+	for _, b := range m.Bindings {
+		if b.Part != Btn {
+			continue
+		}
+		v := val(b)
+		if v == "" {
+			continue // an optional payload
+		}
+		c := SendComponent{Type: Btn, Index: strconv.Itoa(b.Index)}
+		switch b.Kind {
+		case "url":
+			c.SubType, c.Parameters = "url", []Parameter{{Type: "text", Text: v}}
+		case "payload":
+			c.SubType, c.Parameters = "quick_reply", []Parameter{{Type: "payload", Payload: v}}
+		case "coupon":
+			c.SubType, c.Parameters = "copy_code", []Parameter{{Type: "coupon_code", CouponCode: v}}
+		}
+		buttons = append(buttons, c)
+	}
+	slices.SortStableFunc(buttons, func(a, b SendComponent) int { return strings.Compare(a.Index, b.Index) })
+	return append(out, buttons...)
+}
+
+func (m *Mapping) header(val func(Binding) string) (Parameter, bool) {
+	for _, b := range m.Bindings {
+		if b.Part != Header {
+			continue
+		}
+		v := val(b)
+		switch b.Kind {
+		case "text":
+			return Parameter{Type: "text", Text: v, ParameterName: m.HeaderName}, true
+		case "image":
+			return Parameter{Type: "image", Image: media(v)}, true
+		case "video":
+			return Parameter{Type: "video", Video: media(v)}, true
+		case "document":
+			d := media(v)
+			if f, ok := m.find(Header, "filename", 0); ok {
+				d.Filename = val(f)
+			}
+			return Parameter{Type: "document", Document: d}, true
+		case "latitude":
+			loc := &Location{Latitude: strings.TrimSpace(v)}
+			for _, o := range m.Bindings {
+				if o.Part != Header {
+					continue
+				}
+				switch o.Kind {
+				case "longitude":
+					loc.Longitude = strings.TrimSpace(val(o))
+				case "name":
+					loc.Name = val(o)
+				case "address":
+					loc.Address = val(o)
+				}
+			}
+			return Parameter{Type: "location", Location: loc}, true
+		}
+	}
+	return Parameter{}, false
+}
+
+func media(v string) *Media {
+	if isDigits(v) {
+		return &Media{ID: v}
+	}
+	return &Media{Link: v}
+}
+
+// Positional is the mapping of a checkpoint made before mappings were
+// stored: every column a body parameter, in order.
+func Positional(columns []string) *Mapping {
+	m := &Mapping{BodyMax: 32768}
+	for i, c := range columns {
+		m.Bindings = append(m.Bindings, Binding{Slot: Slot{Part: Body, Name: strings.ToLower(strings.TrimSpace(c))}, Column: c, Cell: i})
+	}
+	return m
+}
+
+// Summary describes the mapping in a line for the plan: which slot each
+// column or constant fills.
+func (m *Mapping) Summary() string {
+	var parts []string
+	pos := 0
+	for _, b := range m.Bindings {
+		slot := b.Key()
+		if b.Part == Body {
+			if m.Named {
+				slot = "{{" + b.Name + "}}"
+			} else {
+				pos++
+				slot = "{{" + strconv.Itoa(pos) + "}}"
+			}
+			slot = "body " + slot
+		}
+		src := b.Column
+		if b.Cell < 0 {
+			src = "--param"
+		}
+		parts = append(parts, fmt.Sprintf("%s ← %s", slot, src))
+	}
+	if len(m.Ignored) > 0 {
+		parts = append(parts, "ignored: "+strings.Join(m.Ignored, ", "))
+	}
+	if len(parts) == 0 {
+		return "no parameters"
+	}
+	return strings.Join(parts, "; ")
+}
