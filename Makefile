@@ -27,8 +27,8 @@ test-short:
 # reconcile the webhook log, report. No Meta account needed.
 demo: build
 	@rm -rf $(DEMO) && mkdir -p $(DEMO) && cp testdata/demo/campaign.csv $(DEMO)/campaign.csv
-	@echo "== 1. send: 2,003 rows, 2 sender numbers at 80 msg/s each, to the in-process sandbox"
-	-./$(BIN) run $(DEMO)/campaign.csv --sandbox --template spring_sale --from 106540352242922,106540352242923
+	@echo "== 1. send spring_sale (image header, URL button) to 2,005 rows, 2 sender numbers at 80 msg/s each, to the in-process sandbox"
+	-./$(BIN) run $(DEMO)/campaign.csv --sandbox --template spring_sale --param header.image=https://cdn.example.com/spring.jpg --from 106540352242922,106540352242923
 	@echo "== 2. reconcile the sandbox's webhook log: rows in doubt are settled, delivered/read recorded"
 	-./$(BIN) reconcile $(DEMO)/campaign.csv $(DEMO)/campaign.webhooks.jsonl --unmatched resend --grace 0s
 	@echo "== 3. resume: sends what no webhook showed was sent, and due retries"

@@ -36,7 +36,9 @@ func buildBinary(b *testing.B) string {
 	return bin
 }
 
-// writeCampaign writes an n-row campaign CSV with two parameter columns.
+// writeCampaign writes an n-row campaign CSV with four parameter columns,
+// as a marketing template takes them: two body parameters, a header image
+// and a URL button's suffix, each checked against Meta's rules at import.
 func writeCampaign(b *testing.B, path string, n int) {
 	b.Helper()
 	f, err := os.Create(path)
@@ -44,9 +46,9 @@ func writeCampaign(b *testing.B, path string, n int) {
 		b.Fatal(err)
 	}
 	w := bufio.NewWriterSize(f, 1<<20)
-	w.WriteString("phone,name,code\n")
+	w.WriteString("phone,name,code,header.image,button.0.url\n")
 	for i := 0; i < n; i++ {
-		fmt.Fprintf(w, "%s,Customer %d,CODE%07d\n", csvin.SampleNumber(i), i, i)
+		fmt.Fprintf(w, "%s,Customer %d,CODE%07d,https://cdn.example.com/img/%d.jpg,c%07d\n", csvin.SampleNumber(i), i, i, i%100, i)
 	}
 	if err := w.Flush(); err != nil {
 		b.Fatal(err)
@@ -111,7 +113,7 @@ func BenchmarkRunRSS(b *testing.B) {
 	csvPath := filepath.Join(dir, "run.csv")
 	writeCampaign(b, csvPath, n)
 	for range b.N {
-		sb := exec.Command(bin, "sandbox", "--rate", "-1", "--latency", "0", "--jitter", "0", "--transient-rate", "0",
+		sb := exec.Command(bin, "sandbox", "--template", "t:2", "--rate", "-1", "--latency", "0", "--jitter", "0", "--transient-rate", "0",
 			"--permanent-rate", "0", "--late-rate", "0", "--pair-interval", "-1s")
 		stderr, err := sb.StderrPipe()
 		if err != nil {

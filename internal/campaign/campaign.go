@@ -47,6 +47,7 @@ const (
 	SkipDuplicate SkipKind = "duplicate" // an earlier row has the same phone
 	SkipExcluded  SkipKind = "excluded"  // the phone is on the suppression list
 	SkipNoSender  SkipKind = "no sender" // no sender number for the row
+	SkipParameter SkipKind = "parameter" // a template parameter's value breaks Meta's rules
 )
 
 // Message is one template message to one recipient.

@@ -22,7 +22,12 @@ func printPlan(ctx context.Context, ios *IO, st *store.Store, s store.Settings) 
 	}
 	c := r.Counts
 	w := ios.Out
-	fmt.Fprintf(w, "plan: template %s/%s, %d parameter column(s) %v\n", s.Template, s.Lang, len(s.Params), s.Params)
+	fmt.Fprintf(w, "plan: template %s/%s%s\n", s.Template, s.Lang, templateNote(s))
+	if s.Mapping != nil {
+		fmt.Fprintf(w, "mapping: %s\n", s.Mapping.Summary())
+	} else {
+		fmt.Fprintf(w, "mapping: %d body parameter column(s) %v\n", len(s.Params), s.Params)
+	}
 	if s.Encoding != "" { // checkpoints made before it was stored say nothing
 		fmt.Fprintf(w, "file: %s, delimiter %q, phones in column %q\n", s.Encoding, cmp.Or(s.Delimiter, ","), cmp.Or(s.PhoneColumn, "phone"))
 	}
@@ -46,6 +51,20 @@ func printPlan(ctx context.Context, ios *IO, st *store.Store, s store.Settings) 
 	}
 	fmt.Fprintln(w, "dry run: nothing was sent")
 	return nil
+}
+
+// templateNote says what is known of the template: its category and
+// whether the CSV was checked against its approved definition.
+func templateNote(s store.Settings) string {
+	switch {
+	case s.TemplateChecked != "" && s.Category != "":
+		return fmt.Sprintf(" (%s; the CSV fits it as approved, per %s)", s.Category, s.TemplateChecked)
+	case s.TemplateChecked != "":
+		return fmt.Sprintf(" (the CSV fits it as approved, per %s)", s.TemplateChecked)
+	case s.Mapping != nil:
+		return " (not checked against its approved definition: pass --waba)"
+	}
+	return ""
 }
 
 // printSkipped prints each kind of skip with its count and its first row,

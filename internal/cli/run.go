@@ -25,6 +25,7 @@ import (
 	"github.com/bulksend/bulksend/internal/csvin"
 	"github.com/bulksend/bulksend/internal/engine"
 	"github.com/bulksend/bulksend/internal/store"
+	"github.com/bulksend/bulksend/internal/template"
 	"github.com/bulksend/bulksend/internal/whatsapp"
 )
 
@@ -47,6 +48,10 @@ type runOptions struct {
 	phoneColumn    string
 	delimiter      string
 	tokenFile      string
+	params         []string // --param NAME=VALUE
+	ignoreColumns  []string
+	waba           string
+	paramFormat    string
 	dryRun         bool
 	sandbox        bool
 	json           bool
@@ -54,6 +59,7 @@ type runOptions struct {
 
 	changed func(flag string) bool
 	log     *slog.Logger
+	mapping *template.Mapping // the first run's, for checking rows at import
 }
 
 func newRunCmd(ios *IO, logger func() (*slog.Logger, error)) *cobra.Command {
@@ -67,8 +73,17 @@ command again to resume: settings given on the first run are kept in the
 checkpoint; --rate, --concurrency and --max-attempts may change later runs.
 
 The CSV needs a header row with a "phone" column; optional "from" (sender
-phone-number ID) and "id" columns; every other column is a body parameter of
-the template, in header order.
+phone-number ID) and "id" columns; every other column fills the template:
+plain columns are body parameters (in order for {{1}}, {{2}}…; by name for a
+named template), header.text, header.image, header.video, header.document
+(with header.filename), header.latitude/longitude/name/address fill the
+header, button.N.url, button.N.payload and button.N.coupon fill button N, and
+auth.code fills an authentication template's code. --param NAME=VALUE gives a
+value for every row instead of a column. A row whose value breaks Meta's rules
+is skipped with the reason; the rest is sent.
+
+With --waba (or $WHATSAPP_WABA_ID) the template's approved definition is read
+first, and a CSV that does not fit it is refused before anything is sent.
 
 The access token is read from WHATSAPP_TOKEN or --token-file, never from a
 flag value, and is never written anywhere.
@@ -111,6 +126,10 @@ flag value, and is never written anywhere.
 	f.StringVar(&o.region, "default-region", "", "region (ISO 3166 code, e.g. GB) for numbers written without a country code")
 	f.StringVar(&o.phoneColumn, "phone-column", "phone", "the CSV column that holds the phone numbers (any case)")
 	f.StringVar(&o.delimiter, "delimiter", "", `the CSV's field separator: ",", ";", "tab" or "|" (default: detected from the header)`)
+	f.StringArrayVar(&o.params, "param", nil, "NAME=VALUE: fill a template slot with the same value for every row, e.g. header.image=https://… (repeatable)")
+	f.StringSliceVar(&o.ignoreColumns, "ignore-column", nil, "CSV columns the template does not use (otherwise such a column is refused)")
+	f.StringVar(&o.waba, "waba", "", "WhatsApp Business Account ID: check the CSV against the approved template before sending (default $WHATSAPP_WABA_ID)")
+	f.StringVar(&o.paramFormat, "param-format", "", "positional or named body parameters, when the template cannot be read (default: the template's, else positional)")
 	f.StringVar(&o.tokenFile, "token-file", "", "read the access token from this file instead of WHATSAPP_TOKEN")
 	f.BoolVar(&o.dryRun, "dry-run", false, "import and validate, print the plan and an estimate; send nothing, keep no checkpoint")
 	f.BoolVar(&o.sandbox, "sandbox", false, "send to an in-process sandbox API instead of Meta (no account needed); webhooks go to CAMPAIGN.webhooks.jsonl")
@@ -123,6 +142,9 @@ flag value, and is never written anywhere.
 var errCSVChanged = errors.New("the CSV changed since this checkpoint was made")
 
 func runRun(ctx context.Context, ios *IO, o *runOptions) error {
+	if o.waba == "" {
+		o.waba = strings.TrimSpace(ios.Getenv("WHATSAPP_WABA_ID"))
+	}
 	if err := o.validate(); err != nil {
 		return err
 	}
@@ -170,7 +192,7 @@ func runRun(ctx context.Context, ios *IO, o *runOptions) error {
 	}
 	defer st.Close()
 
-	settings, err := o.settings(runCtx, st, readOnly)
+	settings, err := o.settings(runCtx, ios, st, readOnly, token)
 	if err != nil {
 		return err
 	}
@@ -222,13 +244,7 @@ func (o *runOptions) send(ctx, runCtx context.Context, ios *IO, st *store.Store,
 	if err != nil {
 		return err
 	}
-	apiURL := o.apiURL
-	if apiURL == "" {
-		apiURL = ios.Getenv("BULKSEND_API_URL")
-	}
-	if apiURL == "" {
-		apiURL = "https://graph.facebook.com"
-	}
+	apiURL := o.apiBase(ios)
 	timeout := o.requestTimeout
 	if o.sandbox {
 		sb, serr := startSandbox(o, settings, webhookLogPath(st.Path()))
@@ -261,7 +277,8 @@ func (o *runOptions) send(ctx, runCtx context.Context, ios *IO, st *store.Store,
 	conc := settings.Concurrency
 	client := &whatsapp.Client{
 		BaseURL: apiURL, Version: o.apiVersion, Token: token, Timeout: timeout,
-		HTTP: whatsapp.NewHTTPClient(max(conc, int(settings.Rate*float64(len(senders))))),
+		HTTP:    whatsapp.NewHTTPClient(max(conc, int(settings.Rate*float64(len(senders))))),
+		Mapping: settings.Mapping,
 	}
 	eng := engine.New(engine.Config{
 		Checkpoint: st, Sender: client, Senders: senders, CampaignID: settings.CampaignID,
@@ -309,6 +326,14 @@ func (o *runOptions) validate() error {
 	if _, ok := parseDelimiter(o.delimiter); !ok {
 		return usagef(`e.g. --delimiter ";" for a European-locale Excel export, --delimiter tab for "Unicode Text"`, "invalid --delimiter %q: want \",\", \";\", \"tab\" or \"|\"", o.delimiter)
 	}
+	switch o.paramFormat {
+	case "", "positional", "named":
+	default:
+		return usagef("", "invalid --param-format %q: want positional or named", o.paramFormat)
+	}
+	if o.waba != "" && strings.Trim(o.waba, "0123456789") != "" {
+		return usagef("--waba takes the WhatsApp Business Account ID shown in WhatsApp Manager (digits)", "invalid --waba %q", o.waba)
+	}
 	if strings.TrimSpace(o.phoneColumn) == "" {
 		return usagef("", "--phone-column is empty")
 	}
@@ -323,8 +348,12 @@ func (o *runOptions) validate() error {
 // token reads the access token. It is never taken from a flag value, so
 // it never shows in ps or shell history.
 func (o *runOptions) token(ios *IO) (string, error) {
-	if o.sandbox || o.dryRun {
+	if o.sandbox {
 		return "", nil
+	}
+	if o.dryRun && o.tokenFile == "" {
+		// Sends nothing: the token only reads the template, if there is one.
+		return strings.TrimSpace(ios.Getenv("WHATSAPP_TOKEN")), nil
 	}
 	if o.tokenFile != "" {
 		b, err := os.ReadFile(o.tokenFile)
@@ -344,10 +373,10 @@ func (o *runOptions) token(ios *IO) (string, error) {
 
 // settings returns the campaign's settings: imported now on the first run,
 // checked against the flags on later ones.
-func (o *runOptions) settings(ctx context.Context, st *store.Store, readOnly bool) (store.Settings, error) {
+func (o *runOptions) settings(ctx context.Context, ios *IO, st *store.Store, readOnly bool, token string) (store.Settings, error) {
 	s, err := st.Settings(ctx)
 	if errors.Is(err, store.ErrNoSettings) {
-		return o.importCSV(ctx, st)
+		return o.importCSV(ctx, ios, st, token)
 	}
 	if err != nil {
 		return s, err
@@ -369,12 +398,19 @@ func (o *runOptions) settings(ctx context.Context, st *store.Store, readOnly boo
 		{"default-region", s.DefaultRegion, o.region},
 		{"phone-column", cmp.Or(s.PhoneColumn, "phone"), o.phoneColumn},
 		{"delimiter", cmp.Or(s.Delimiter, ","), delimiterName(o.delimiterRune())},
+		{"param", strings.Join(s.ParamFlags, "\x00"), strings.Join(o.params, "\x00")},
+		{"ignore-column", strings.Join(s.IgnoreColumns, ","), strings.Join(o.ignoreColumns, ",")},
+		{"waba", s.WABA, o.waba},
+		{"param-format", s.ParamFormat, o.paramFormat},
 	}
 	for _, f := range fixed {
 		if o.changed(f.flag) && f.now != f.was {
 			return s, usagef("drop --"+f.flag+" to resume with the stored value, or start a new campaign with another --db",
 				"--%s %q differs from this campaign's %q: it cannot change once sending started", f.flag, f.now, f.was)
 		}
+	}
+	if err := o.recheck(ctx, ios, s, token); err != nil {
+		return s, err
 	}
 	changed := false
 	if o.changed("rate") && o.rate != s.Rate {
@@ -398,7 +434,23 @@ func (o *runOptions) settings(ctx context.Context, st *store.Store, readOnly boo
 	return s, nil
 }
 
-func (o *runOptions) importCSV(ctx context.Context, st *store.Store) (store.Settings, error) {
+// recheck reads the template's definition again on a resume (it may have
+// been paused or edited since) and checks the stored mapping against it.
+func (o *runOptions) recheck(ctx context.Context, ios *IO, s store.Settings, token string) error {
+	if s.Mapping == nil {
+		return nil // a checkpoint from before mappings: body parameters only
+	}
+	src, err := o.definition(ctx, ios, s.Template, s.Lang, s.WABA, token)
+	if err != nil || src.def == nil {
+		return err
+	}
+	if err := s.Mapping.Check(*src.def); err != nil {
+		return mappingError(err, s.Template, s.Lang, src)
+	}
+	return nil
+}
+
+func (o *runOptions) importCSV(ctx context.Context, ios *IO, st *store.Store, token string) (store.Settings, error) {
 	if o.template == "" {
 		return store.Settings{}, usagef("name the approved template, e.g. --template spring_sale", "--template is required on the first run")
 	}
@@ -422,6 +474,28 @@ func (o *runOptions) importCSV(ctx context.Context, st *store.Store) (store.Sett
 	if !rd.HasFrom() && len(o.from) == 0 {
 		return store.Settings{}, usagef("pass --from with your sender phone-number ID(s), or add a from column to the CSV", "no sender: --from is required when the CSV has no from column")
 	}
+	consts, err := o.consts()
+	if err != nil {
+		return store.Settings{}, err
+	}
+	src, err := o.definition(ctx, ios, o.template, o.lang, o.waba, token)
+	if err != nil {
+		return store.Settings{}, err
+	}
+	m, err := template.New(template.Input{Columns: rd.Params(), Consts: consts, Ignore: o.ignoreColumns, Named: o.paramFormat == "named"}, src.def)
+	if err != nil {
+		return store.Settings{}, mappingError(err, o.template, o.lang, src)
+	}
+	o.mapping = m
+	category := ""
+	if src.def != nil {
+		category = strings.ToLower(src.def.Category)
+		o.log.Info("the CSV fits the approved template", "template", o.template, "lang", o.lang, "category", category, "from", src.from)
+	} else if o.sandbox {
+		o.log.Info("the sandbox has no definition of this template: it takes the CSV's body parameters as they are", "template", o.template, "sandbox_templates", strings.Join(sandboxKnows(), ","))
+	} else {
+		o.log.Warn("the template could not be checked against its approved definition (no --waba): only the columns' own consistency was", "template", o.template)
+	}
 	id, err := newCampaignID()
 	if err != nil {
 		return store.Settings{}, err
@@ -431,6 +505,8 @@ func (o *runOptions) importCSV(ctx context.Context, st *store.Store) (store.Sett
 		Concurrency: o.concurrency, MaxAttempts: o.maxAttempts, DefaultRegion: o.region,
 		Params: rd.Params(), PhoneColumn: o.phoneColumn, Delimiter: delimiterName(rd.Delimiter()),
 		Encoding: rd.Encoding(), CreatedAt: time.Now().UTC(),
+		Mapping: m, ParamFlags: o.params, IgnoreColumns: o.ignoreColumns, WABA: o.waba,
+		ParamFormat: o.paramFormat, Category: category, TemplateChecked: src.from,
 	}
 	var row int64
 	next := func() (store.Row, error) {
@@ -504,6 +580,11 @@ func (o *runOptions) checkpointRow(row int64, rec csvin.Record) store.Row {
 	}
 	if r.Sender == "" && r.Skip == "" {
 		r.Skip, r.SkipKind = "no sender: the from column is empty and no --from was given", campaign.SkipNoSender
+	}
+	if r.Skip == "" && o.mapping != nil {
+		if why := o.mapping.Validate(rec.Params); why != "" {
+			r.Skip, r.SkipKind = why, campaign.SkipParameter
+		}
 	}
 	return r
 }

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/bulksend/bulksend/internal/sandbox"
 	"github.com/bulksend/bulksend/internal/store"
+	"github.com/bulksend/bulksend/internal/template"
 )
 
 // sandboxRequestTimeout is run --sandbox's request timeout: long enough
@@ -52,7 +54,12 @@ func startSandbox(o *runOptions, s store.Settings, webhookLog string) (*runningS
 	bw := bufio.NewWriterSize(f, 1<<16)
 	cfg := demoSandbox()
 	cfg.Token = "sandbox-token"
-	cfg.Templates = []sandbox.Template{{Name: s.Template, Languages: []string{s.Lang}, BodyParams: len(s.Params)}}
+	cfg.Definitions = sandbox.DefaultTemplates()
+	if !slices.ContainsFunc(cfg.Definitions, func(d template.Definition) bool { return d.Name == s.Template && d.Language == s.Lang }) {
+		// A template of the operator's own: the sandbox takes it as having
+		// the body parameters the CSV fills.
+		cfg.Templates = []sandbox.Template{{Name: s.Template, Languages: []string{s.Lang}, BodyParams: bodyParams(s)}}
+	}
 	cfg.Webhooks = bw
 	srv := sandbox.New(cfg)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -77,9 +84,24 @@ func startSandbox(o *runOptions, s store.Settings, webhookLog string) (*runningS
 	}, nil
 }
 
+// bodyParams is how many body parameters the campaign's requests carry.
+func bodyParams(s store.Settings) int {
+	if s.Mapping == nil {
+		return len(s.Params)
+	}
+	n := 0
+	for _, b := range s.Mapping.Bindings {
+		if b.Part == template.Body || b.Part == template.Auth {
+			n++
+		}
+	}
+	return n
+}
+
 type sandboxOptions struct {
 	listen      string
 	templates   []string
+	definitions string
 	numberRates []string
 	numbers     []string
 	webhooks    string
@@ -94,7 +116,11 @@ func newSandboxCmd(ios *IO, logger func() (*slog.Logger, error)) *cobra.Command 
 		Short: "Serve a fake WhatsApp Cloud API on 127.0.0.1 to rehearse a campaign",
 		Long: `Sandbox serves a realistic fake of the Cloud API's send endpoint,
 POST /{version}/{phone-number-id}/messages, until interrupted. It checks the
-bearer token and the template registry, enforces per-number throughput over a
+bearer token, serves its templates at GET /{WABA-ID}/message_templates and
+checks every send against their definitions as Meta does (a realistic set by
+default: spring_sale, order_update, login_code, fall_coupon, summer_teaser,
+invoice_ready, store_visit, and the paused autumn_sale; or --templates-file),
+enforces per-number throughput over a
 sliding one-second window (130429) and the pair rate limit (131056), adds
 latency, injects transient, permanent and late answers, and writes status
 webhooks as Meta sends them. Point a run at it with the line it prints:
@@ -119,7 +145,8 @@ on stdout when it stops. Outcomes are deterministic for a given --seed.`,
 	f.Int64Var(&c.Seed, "seed", c.Seed, "seed for outcomes: the same seed gives the same outcomes")
 	f.StringVar(&c.Token, "token", "", "the bearer token accepted (empty: any non-empty token)")
 	f.StringVar(&c.ExpiredToken, "expired-token", "expired", "a token that answers 190 (expired), to rehearse that")
-	f.StringArrayVar(&o.templates, "template", nil, "approved template NAME:BODY_PARAMS[:LANG,LANG…] (repeatable; none: any template)")
+	f.StringArrayVar(&o.templates, "template", nil, "also accept template NAME:BODY_PARAMS[:LANG,LANG…], checking only its body parameter count (repeatable)")
+	f.StringVar(&o.definitions, "templates-file", "", "template definitions as GET message_templates returns them (default: the sandbox's own set)")
 	f.StringSliceVar(&o.numbers, "phone-number-id", nil, "sender phone-number IDs that exist (empty: any)")
 	f.Float64Var(&c.Rate, "rate", c.Rate, "messages/s allowed per number over a sliding second (negative: no limit)")
 	f.StringArrayVar(&o.numberRates, "number-rate", nil, "per-number rate ID=N (repeatable)")
@@ -144,6 +171,14 @@ on stdout when it stops. Outcomes are deterministic for a given --seed.`,
 func runSandbox(ios *IO, o *sandboxOptions, log *slog.Logger) (err error) {
 	cfg := o.cfg
 	cfg.PhoneNumberIDs = o.numbers
+	cfg.Definitions = sandbox.DefaultTemplates()
+	if o.definitions != "" {
+		defs, err := sandbox.LoadDefinitions(o.definitions)
+		if err != nil {
+			return usagef("the file holds {\"data\":[…]} as GET message_templates answers, or an array of such definitions", "--templates-file: %w", err)
+		}
+		cfg.Definitions = defs
+	}
 	for _, t := range o.templates {
 		tpl, err := parseTemplate(t)
 		if err != nil {

@@ -73,14 +73,16 @@ func TestScripts(t *testing.T) {
 // sandbox [key=value…] starts a sandbox for the rest of the script and
 // points BULKSEND_API_URL at it. Its webhooks go to $WORK/webhooks.jsonl.
 // 'sandbox wait N' waits until it has had N requests (from a run in the
-// background); 'sandbox stop' stops it and flushes its webhook log.
+// background); 'sandbox accepted N' checks it accepted exactly N messages;
+// 'sandbox stop' stops it and flushes its webhook log.
 // Keys: seed, rate, latency, transient, permanent, late, latedelay, fail,
-// expired, template (NAME:PARAMS).
+// expired, template (NAME:PARAMS), definitions (default: the sandbox's
+// realistic set, served at GET message_templates and checked on sends).
 func cmdSandbox(ts *testscript.TestScript, neg bool, args []string) {
 	if neg {
 		ts.Fatalf("unsupported: ! sandbox")
 	}
-	if len(args) > 0 && (args[0] == "stop" || args[0] == "wait") {
+	if len(args) > 0 && (args[0] == "stop" || args[0] == "wait" || args[0] == "accepted") {
 		v, ok := sandboxes.Load(ts)
 		if !ok {
 			ts.Fatalf("sandbox %s: no sandbox running", args[0])
@@ -89,6 +91,17 @@ func cmdSandbox(ts *testscript.TestScript, neg bool, args []string) {
 		if args[0] == "stop" {
 			sandboxes.Delete(ts)
 			rs.stop()
+			return
+		}
+		if args[0] == "accepted" {
+			if len(args) != 2 {
+				ts.Fatalf("usage: sandbox accepted N")
+			}
+			want, err := strconv.ParseInt(args[1], 10, 64)
+			ts.Check(err)
+			if got := rs.sb.Stats().Accepted; got != want {
+				ts.Fatalf("sandbox accepted %d messages, want %d", got, want)
+			}
 			return
 		}
 		if len(args) != 2 {
@@ -137,6 +150,11 @@ func cmdSandbox(ts *testscript.TestScript, neg bool, args []string) {
 			tpl, err := parseTemplate(v)
 			ts.Check(err)
 			cfg.Templates = append(cfg.Templates, tpl)
+		case "definitions":
+			if v != "default" {
+				ts.Fatalf("sandbox: definitions=default is the only set")
+			}
+			cfg.Definitions = sandbox.DefaultTemplates()
 		default:
 			ts.Fatalf("sandbox: unknown key %q", k)
 		}

@@ -62,6 +62,7 @@ type statusJSON struct {
 	campaign.Counts
 	CampaignID   string                                  `json:"campaign_id"`
 	Template     string                                  `json:"template"`
+	Category     string                                  `json:"template_category,omitempty"`
 	Retrying     int64                                   `json:"retrying"`
 	NextRetry    string                                  `json:"next_retry,omitempty"`
 	RatePerSec   float64                                 `json:"rate_last_minute"`
@@ -92,7 +93,7 @@ func runStatus(ctx context.Context, ios *IO, o *statusOptions) error {
 		return err
 	}
 	out := statusJSON{
-		Counts: r.Counts, CampaignID: settings.CampaignID, Template: settings.Template,
+		Counts: r.Counts, CampaignID: settings.CampaignID, Template: settings.Template, Category: settings.Category,
 		Retrying: r.Retrying, RatePerSec: float64(r.SentLast) / 60, Errors: r.ByError,
 		Senders: r.BySender, Skipped: r.Skipped, SkipExamples: r.SkipExamples, Deliveries: len(r.Deliveries),
 	}
@@ -116,7 +117,11 @@ func runStatus(ctx context.Context, ios *IO, o *statusOptions) error {
 		return json.NewEncoder(ios.Out).Encode(out)
 	}
 	w := ios.Out
-	fmt.Fprintf(w, "campaign %s · template %s/%s\n", out.CampaignID, settings.Template, settings.Lang)
+	if settings.Category != "" {
+		fmt.Fprintf(w, "campaign %s · template %s/%s (%s)\n", out.CampaignID, settings.Template, settings.Lang, settings.Category)
+	} else {
+		fmt.Fprintf(w, "campaign %s · template %s/%s\n", out.CampaignID, settings.Template, settings.Lang)
+	}
 	if out.LockedBy != "" {
 		fmt.Fprintf(w, "running: %s\n", out.LockedBy)
 	}

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/bulksend/bulksend/internal/template"
 )
 
 // Settings are what the first run was given; later runs reuse them.
@@ -23,12 +25,22 @@ type Settings struct {
 	PhoneColumn   string   `json:"phone_column,omitempty"` // "": "phone"
 	// How the CSV was read: its delimiter ("," ";" "tab" "|"; "": ","), its
 	// encoding, and the phones whose leading apostrophe was removed.
-	Delimiter          string    `json:"delimiter,omitempty"`
-	Encoding           string    `json:"encoding,omitempty"`
-	ApostrophesRemoved int64     `json:"apostrophes_removed,omitempty"`
-	CSVHash            string    `json:"csv_sha256"`
-	CSVSize            int64     `json:"csv_size"`
-	CreatedAt          time.Time `json:"created_at"`
+	Delimiter          string `json:"delimiter,omitempty"`
+	Encoding           string `json:"encoding,omitempty"`
+	ApostrophesRemoved int64  `json:"apostrophes_removed,omitempty"`
+	// The template: how the CSV's columns fill it (nil in checkpoints made
+	// before: every column a body parameter), the flags that made the
+	// mapping, and what its approved definition said.
+	Mapping         *template.Mapping `json:"mapping,omitempty"`
+	ParamFlags      []string          `json:"param_flags,omitempty"`
+	IgnoreColumns   []string          `json:"ignore_columns,omitempty"`
+	ParamFormat     string            `json:"param_format,omitempty"`
+	WABA            string            `json:"waba,omitempty"`
+	Category        string            `json:"category,omitempty"`         // marketing, utility, authentication; "" unknown
+	TemplateChecked string            `json:"template_checked,omitempty"` // where the definition came from; "" not checked
+	CSVHash         string            `json:"csv_sha256"`
+	CSVSize         int64             `json:"csv_size"`
+	CreatedAt       time.Time         `json:"created_at"`
 }
 
 // ErrNoSettings means the checkpoint has not been set up by a first run.

@@ -165,10 +165,10 @@ func TestNewAgainstDefinition(t *testing.T) {
 			want: []string{"--param name: a positional template's body parameters take their place from their column's order", "body {{1}} has no column"}},
 		{name: "bad constant", template: "spring_sale", columns: "name,discount,button.0.url",
 			consts: []template.Const{{Key: "header.image", Value: "http://cdn.example.com/a.jpg"}},
-			want: []string{"--param header.image: is neither an https link nor an uploaded media ID"}},
+			want:   []string{"--param header.image: is neither an https link nor an uploaded media ID"}},
 		{name: "column and constant", template: "spring_sale", columns: "name,discount,header.image,button.0.url",
 			consts: []template.Const{{Key: "header.image", Value: "12345"}},
-			want: []string{`"header.image" and --param header.image both fill header.image`}},
+			want:   []string{`"header.image" and --param header.image both fill header.image`}},
 		{name: "named column not a name", template: "order_update", columns: "First Name,order_id,ship_date,button.0.url",
 			want: []string{`"First Name": a named template's parameters are lowercase letters`, "{{first_name}} has no column"}},
 	} {
