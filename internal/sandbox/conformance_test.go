@@ -4,9 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"gopkg.in/yaml.v3"
 
 	"github.com/bulksend/bulksend/internal/oas"
 )
@@ -155,4 +159,108 @@ func TestConformanceWebhooks(t *testing.T) {
 			t.Errorf("no %s webhook was checked", want)
 		}
 	}
+}
+
+// Every answer of GET message_templates has the shape of Meta's
+// getTemplateByNameDefaultFields response, or of a Graph error.
+func TestConformanceTemplates(t *testing.T) {
+	sp := spec(t)
+	schema := inlineResponseSchema(t, sp, "getTemplateByNameDefaultFields", "200")
+	s := New(Config{Token: token, ExpiredToken: "old", Definitions: FixtureDefinitions()})
+	defer s.Close()
+	var answers []answer
+	for _, q := range []string{
+		"", "?limit=1", "?limit=4&after=" + encodeCursor(3), "?before=" + encodeCursor(5),
+		"?name=login_code&language=en_US&fields=name,components", "?name=nope", "?status=PAUSED",
+	} {
+		answers = append(answers, do(s, "GET", tplPath+q, token, ""))
+	}
+	answers = append(answers,
+		do(s, "GET", tplPath, "", ""),
+		do(s, "GET", tplPath, "old", ""),
+		do(s, "GET", "/v23.0/1/message_templates", token, ""),
+		do(s, "GET", tplPath+"?limit=-1", token, ""),
+		do(s, "GET", tplPath+"?after=x", token, ""),
+		do(s, "DELETE", tplPath, token, ""),
+	)
+	ok, refused := 0, 0
+	for _, a := range answers {
+		if a.status != 200 {
+			refused++
+			if err := sp.Validate("GraphAPIError", a.body); err != nil {
+				t.Errorf("answer does not match GraphAPIError: %v\n%s", err, a.body)
+			}
+			continue
+		}
+		ok++
+		v, err := jsonschema.UnmarshalJSON(bytes.NewReader(a.body))
+		if err == nil {
+			err = schema.Validate(v)
+		}
+		if err != nil {
+			t.Errorf("answer does not match getTemplateByNameDefaultFields: %v\n%s", err, a.body)
+		}
+	}
+	// The schema must bite, or the loop above proves nothing.
+	for _, bad := range []string{`{"data":[{"id":920070352646140}]}`, `{"data":{}}`, `{"data":[{"components":null}]}`} {
+		v, _ := jsonschema.UnmarshalJSON(strings.NewReader(bad))
+		if schema.Validate(v) == nil {
+			t.Errorf("the schema accepts %s", bad)
+		}
+	}
+	if ok != 7 || refused != 6 {
+		t.Errorf("%d answers 200 and %d refused, want 7 and 6", ok, refused)
+	}
+}
+
+// inlineResponseSchema compiles an operation's response schema that Meta's
+// document writes inline rather than as a component, which
+// oas.ResponseSchema cannot name. It has no $ref, so it compiles alone.
+func inlineResponseSchema(t *testing.T, sp *oas.Spec, operationID, status string) *jsonschema.Schema {
+	t.Helper()
+	raw, err := os.ReadFile(sp.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Paths map[string]map[string]yaml.Node `yaml:"paths"`
+	}
+	if err := yaml.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	for _, item := range doc.Paths {
+		for _, node := range item {
+			var op struct {
+				OperationID string `yaml:"operationId"`
+				Responses   map[string]struct {
+					Content map[string]struct {
+						Schema any `yaml:"schema"`
+					} `yaml:"content"`
+				} `yaml:"responses"`
+			}
+			if node.Decode(&op) != nil || op.OperationID != operationID {
+				continue // path-level parameters, other operations
+			}
+			b, err := json.Marshal(op.Responses[status].Content["application/json"].Schema)
+			if err != nil || string(b) == "null" {
+				t.Fatalf("%s %s: no JSON schema (%v)", operationID, status, err)
+			}
+			v, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := jsonschema.NewCompiler()
+			url := "mem://" + operationID + "/" + status + ".json"
+			if err := c.AddResource(url, v); err != nil {
+				t.Fatal(err)
+			}
+			sch, err := c.Compile(url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return sch
+		}
+	}
+	t.Fatalf("operation %s not in %s", operationID, sp.Path())
+	return nil
 }

@@ -1,9 +1,11 @@
 // Package sandbox is a fake WhatsApp Cloud API: an http.Handler that answers
 // send-message requests the way Meta does, including the parts a bulk sender
-// must survive — expired tokens, unknown templates, per-number throughput
-// limits (130429), pair rate limits (131056), transient 5xx, permanent
-// failures, answers that never arrive although the message was sent, and
-// status webhooks that come duplicated and out of order.
+// must survive — expired tokens, unknown templates, parameters that do not
+// fit the template's definition, per-number throughput limits (130429), pair
+// rate limits (131056), transient 5xx, permanent failures, answers that
+// never arrive although the message was sent, and status webhooks that come
+// duplicated and out of order. It also lists its template definitions as
+// GET message_templates does.
 //
 // It serves three callers: the engine's tests, `bulksend run --sandbox`
 // (in process) and `bulksend sandbox` (a separate process on 127.0.0.1 for
@@ -17,6 +19,7 @@
 package sandbox
 
 import (
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/binary"
@@ -34,9 +37,12 @@ import (
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
+
+	"github.com/bulksend/bulksend/internal/template"
 )
 
-// Template is an approved message template known to the sandbox.
+// Template is an approved message template known to the sandbox by its name
+// and body parameter count only; Config.Definitions knows templates whole.
 type Template struct {
 	Name      string
 	Languages []string // language codes it is approved in; empty = any
@@ -67,10 +73,18 @@ type Config struct {
 	Token        string // the accepted bearer token; "" accepts any non-empty token
 	ExpiredToken string // this token answers 190 (HTTP 401)
 
-	// Templates is the registry. An unknown name or language answers 132001
-	// (HTTP 404), a wrong number of body parameters 132000. Empty accepts
-	// any template.
+	// Templates is the simple registry. An unknown name or language answers
+	// 132001 (HTTP 404), a wrong number of body parameters 132000. When
+	// both Templates and Definitions are empty, any template is accepted.
 	Templates []Template
+
+	// Definitions are templates as Meta defines them (see DefaultTemplates
+	// and LoadDefinitions). A send naming one's name and language is checked
+	// against it as the Cloud API would, with Meta's error codes: the
+	// template's status, then its header, body and button parameters. A
+	// name found in neither registry answers 132001. Definitions are also
+	// what GET /{WABA-ID}/message_templates lists.
+	Definitions []template.Definition
 
 	// PhoneNumberIDs are the sender numbers that exist; a request for
 	// another answers code 100 (HTTP 400) as Graph does for unknown objects.
@@ -138,7 +152,9 @@ type Config struct {
 	// duplicates: memory grows with the number of distinct messages.
 	Accepted io.Writer
 
-	// WABAID is the entry id in webhooks; "" means "100000000000001".
+	// WABAID is the entry id in webhooks and the only WhatsApp Business
+	// Account whose message_templates can be read; "" means
+	// "100000000000001".
 	WABAID string
 
 	// Now is the clock for rate limits and webhook timestamps; nil means
@@ -149,6 +165,7 @@ type Config struct {
 // Server is the fake Cloud API. It is an http.Handler serving
 //
 //	POST /{version}/{phone-number-id}/messages   (version optional, e.g. v23.0)
+//	GET  /{version}/{WABA-ID}/message_templates  Config.Definitions, filtered and paged
 //	GET  /_sandbox/stats                          Stats as JSON
 //
 // It is safe for concurrent use. Close it to flush webhooks and release
@@ -160,6 +177,8 @@ type Server struct {
 	lateDelay time.Duration
 	rates     rates
 	templates map[string][]Template
+	defs      []template.Definition          // in Config order, for listing
+	defIndex  map[string]template.Definition // name + "\x00" + language, for sends
 	wabaID    string
 	nonce     uint32 // distinguishes wamids of different sandbox instances
 
@@ -224,6 +243,13 @@ func New(cfg Config) *Server {
 	}
 	for _, t := range cfg.Templates {
 		s.templates[t.Name] = append(s.templates[t.Name], t)
+	}
+	s.defs = slices.Clone(cfg.Definitions)
+	s.defIndex = make(map[string]template.Definition, len(s.defs))
+	for _, d := range s.defs {
+		if k := d.Name + "\x00" + d.Language; s.defIndex[k].Name == "" { // the first wins
+			s.defIndex[k] = d
+		}
 	}
 	for _, id := range cfg.PhoneNumberIDs {
 		s.known = true
@@ -302,27 +328,45 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		json.NewEncoder(w).Encode(s.Stats())
 		return
 	}
-	s.stats.requests.Add(1)
 	parts := strings.Split(path, "/")
 	version := ""
 	if len(parts) == 3 && isVersion(parts[0]) {
 		version, parts = parts[0], parts[1:]
 	}
+	if len(parts) == 2 && parts[1] == "message_templates" {
+		// Counted apart: Requests is what a campaign sends.
+		s.stats.templateReads.Add(1)
+		if s.refuse(w, r, http.MethodGet) {
+			return
+		}
+		s.listTemplates(w, r, parts[0])
+		return
+	}
+	s.stats.requests.Add(1)
 	if len(parts) != 2 || parts[1] != "messages" || !isDigits(parts[0]) {
 		s.fail(w, unknownObject(strings.ToLower(r.Method), strings.Join(parts, "/")))
 		return
 	}
-	if r.Method != http.MethodPost {
-		s.fail(w, unsupportedRequest(strings.ToLower(r.Method)))
+	if s.refuse(w, r, http.MethodPost) {
 		return
+	}
+	s.send(w, r, version, parts[0])
+}
+
+// refuse answers a request with another method than method, or one
+// arriving after Close, and reports whether it did.
+func (s *Server) refuse(w http.ResponseWriter, r *http.Request, method string) bool {
+	if r.Method != method {
+		s.fail(w, unsupportedRequest(strings.ToLower(r.Method)))
+		return true
 	}
 	select {
 	case <-s.done:
 		s.fail(w, errService)
-		return
+		return true
 	default:
+		return false
 	}
-	s.send(w, r, version, parts[0])
 }
 
 // send handles POST /{version}/{phone-number-id}/messages.
@@ -468,13 +512,19 @@ func (s *Server) parse(body []byte) (sendRequest, Template, failure) {
 		return req, Template{}, missingParam("template.language.code")
 	}
 	name, lang := req.Template.Name, req.Template.Language.Code
+	if d, ok := s.definition(name, lang); ok {
+		if f := check(d, req.Template); f.code != 0 {
+			return req, Template{}, f
+		}
+		return req, Template{Name: d.Name, Category: cmp.Or(strings.ToLower(d.Category), "marketing")}, failure{}
+	}
 	params := 0
 	for _, c := range req.Template.Components {
 		if strings.EqualFold(c.Type, "body") {
 			params += len(c.Parameters)
 		}
 	}
-	if len(s.templates) == 0 {
+	if len(s.templates) == 0 && len(s.defs) == 0 {
 		return req, Template{Name: name, Category: "marketing"}, failure{}
 	}
 	for _, t := range s.templates[name] {
@@ -490,8 +540,18 @@ func (s *Server) parse(body []byte) (sendRequest, Template, failure) {
 		}
 		return req, t, failure{}
 	}
-	return req, Template{}, waError(codeNoTemplate, "Template name does not exist in the translation",
+	return req, Template{}, noTemplate(name, lang)
+}
+
+func noTemplate(name, lang string) failure {
+	return waError(codeNoTemplate, "Template name does not exist in the translation",
 		fmt.Sprintf("template name (%s) does not exist in %s", name, lang))
+}
+
+// definition finds the definition of name in lang.
+func (s *Server) definition(name, lang string) (template.Definition, bool) {
+	d, ok := s.defIndex[name+"\x00"+lang]
+	return d, ok
 }
 
 // fail counts a Graph error answer and writes it.

@@ -7,7 +7,7 @@ import (
 // Stats is a snapshot of what the sandbox has seen. It is also served as
 // JSON at GET /_sandbox/stats; fields are only ever added.
 type Stats struct {
-	Requests    int64 `json:"requests"`     // requests to the messages API (not /_sandbox/)
+	Requests    int64 `json:"requests"`     // requests to the messages API (not /_sandbox/, not message_templates)
 	Accepted    int64 `json:"accepted"`     // answered (or, when late, meant to answer) 200
 	Throttled   int64 `json:"throttled"`    // 130429 answers
 	PairLimited int64 `json:"pair_limited"` // 131056 answers
@@ -30,6 +30,10 @@ type Stats struct {
 	WebhookDuplicates int64 `json:"webhook_duplicates"`  // bodies emitted a second time on purpose
 	WebhookReordered  int64 `json:"webhook_reordered"`   // messages whose statuses were emitted newest first
 	WebhookPostErrors int64 `json:"webhook_post_errors"` // POSTs to WebhookURL that failed or were not 2xx
+
+	// TemplateReads counts requests to /{WABA-ID}/message_templates,
+	// refused ones included (their error codes are in Errors).
+	TemplateReads int64 `json:"template_reads"`
 }
 
 // counters are the live values behind Stats; all atomic, so the hot path
@@ -39,7 +43,7 @@ type counters struct {
 	duplicates, late                           atomic.Int64
 	delivered, read, failed                    atomic.Int64
 	webhooks, whDuplicates, whReordered        atomic.Int64
-	whPostErrors                               atomic.Int64
+	whPostErrors, templateReads                atomic.Int64
 	errors                                     map[int]*atomic.Int64 // fixed keys: knownCodes
 }
 
@@ -70,6 +74,7 @@ func (s *Server) Stats() Stats {
 		WebhookDuplicates: c.whDuplicates.Load(),
 		WebhookReordered:  c.whReordered.Load(),
 		WebhookPostErrors: c.whPostErrors.Load(),
+		TemplateReads:     c.templateReads.Load(),
 	}
 	for code, n := range c.errors {
 		if v := n.Load(); v > 0 {

@@ -27,10 +27,54 @@ type templateObject struct {
 		Code   string `json:"code"`
 		Policy string `json:"policy"`
 	} `json:"language"`
-	Components []struct {
-		Type       string            `json:"type"`
-		Parameters []json.RawMessage `json:"parameters"`
-	} `json:"components"`
+	Components []sendComponent `json:"components"`
+}
+
+// sendComponent is one entry of template.components. SubType and Index stay
+// raw: only a send checked against a definition looks at them, and Meta
+// takes the index as a string or a number.
+type sendComponent struct {
+	Type       string            `json:"type"`
+	SubType    json.RawMessage   `json:"sub_type"`
+	Index      json.RawMessage   `json:"index"`
+	Parameters []json.RawMessage `json:"parameters"`
+}
+
+// sendParam is one parameter of a component, decoded only when the send is
+// checked against a definition (see check.go).
+type sendParam struct {
+	Type          string         `json:"type"`
+	ParameterName string         `json:"parameter_name"`
+	Text          string         `json:"text"`
+	Payload       string         `json:"payload"`
+	CouponCode    string         `json:"coupon_code"`
+	Image         *mediaParam    `json:"image"`
+	Video         *mediaParam    `json:"video"`
+	Document      *mediaParam    `json:"document"`
+	Location      *locationParam `json:"location"`
+	Currency      *fallbackParam `json:"currency"`
+	DateTime      *fallbackParam `json:"date_time"`
+}
+
+type mediaParam struct {
+	ID       string `json:"id"`
+	Link     string `json:"link"`
+	Filename string `json:"filename"`
+}
+
+// locationParam keeps the coordinates raw: Meta documents them as strings,
+// and a JSON number is taken too.
+type locationParam struct {
+	Latitude  json.RawMessage `json:"latitude"`
+	Longitude json.RawMessage `json:"longitude"`
+	Name      string          `json:"name"`
+	Address   string          `json:"address"`
+}
+
+// fallbackParam is a currency or date_time parameter: Cloud API always
+// shows its fallback_value.
+type fallbackParam struct {
+	FallbackValue string `json:"fallback_value"`
 }
 
 type sendResponse struct {
@@ -98,6 +142,11 @@ const (
 	codePairLimited   = 131056
 	codeParamCount    = 132000
 	codeNoTemplate    = 132001 // HTTP 404
+	codeTooLong       = 132005 // hydrated text too long
+	codeParamFormat   = 132012 // parameter type does not match the template's
+	codePaused        = 132015
+	codeDisabled      = 132016
+	codeParamIssue    = 132018 // new line, tab, 5 spaces; codes over 15 characters
 )
 
 // knownCodes lists every code an answer can carry, so Stats can keep one
@@ -106,6 +155,7 @@ var knownCodes = []int{
 	codeService, codeInvalidParam, codeToken, codePermission, codeThrottled,
 	codeUnknown, codeMissingParam, codeBadValue, codeUnavailable, codeUndeliverable,
 	codeUnsupported, codePairLimited, codeParamCount, codeNoTemplate,
+	codeTooLong, codeParamFormat, codePaused, codeDisabled, codeParamIssue,
 }
 
 // waError builds a WhatsApp-level error; the HTTP statuses are those of the
