@@ -111,7 +111,7 @@ func (b Binding) source() string {
 	if b.Cell < 0 {
 		return "--param " + b.Key()
 	}
-	return strconv.Quote(b.Column)
+	return "column " + strconv.Quote(b.Column)
 }
 
 // Mapping says which column or constant fills each slot of the template.
@@ -408,7 +408,7 @@ func (m *Mapping) body(def Definition) Problems {
 	}
 	if !def.Named() {
 		for i := len(want); i < len(got); i++ {
-			probs = append(probs, fmt.Sprintf("column %s: the template's body has %s; leave the column out with --ignore-column %q", got[i].source(), countParams(len(want)), got[i].Column))
+			probs = append(probs, fmt.Sprintf("%s: the template's body has %s; leave the column out with --ignore-column %q", got[i].source(), countParams(len(want)), got[i].Column))
 		}
 		for i := len(got); i < len(want); i++ {
 			probs = append(probs, fmt.Sprintf("the template's body {{%s}} has no column: body parameters are the columns other than phone, from, id and the header., button. and auth. ones, in order", want[i]))
