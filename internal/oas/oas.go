@@ -14,16 +14,34 @@
 // a santhosh-tekuri/jsonschema compiler as one resource, and a component is
 // compiled on demand by JSON pointer, so its $refs resolve within the
 // document. Unknown keywords are ignored by draft 2020-12, which is exactly
-// what OpenAPI's base dialect does with them when validating; no
-// pre-processing of the document is needed (see TestAllComponentsCompile).
+// what OpenAPI's base dialect does with them when validating, so they need
+// no pre-processing (see TestAllComponentsCompile).
 //
-// The schemas are Meta's, quirks included, and are not patched here:
-//   - discriminator is an annotation only, so "Message" is checked through its
-//     oneOf, and the per-type mappings of TemplateComponent and
-//     ParameterObject (body parameter shapes) are not enforced;
+// The schemas are Meta's, quirks included, except where they contradict
+// Meta's own documentation of a request bulksend sends. LoadFile corrects
+// those in the parsed copy (the file stays Meta's, byte for byte); each
+// correction sets the value at a JSON pointer under /components/schemas/
+// and names the Meta page that documents the real shape (corrections.go):
+//   - TemplateComponent/properties/index/pattern and
+//     ButtonComponent/allOf/1/properties/index/pattern become ^[0-9]$:
+//     Meta's ^[2-6, 11-14]$ is a character class that rejects the button
+//     indexes "0", "7", "8" and "9" (Messages API reference: 0 to 9);
+//   - TemplateComponent/properties/sub_type/enum and
+//     ButtonComponent/allOf/1/properties/sub_type/enum gain copy_code, and
+//     ButtonParameterObject/properties/type/enum gains coupon_code, which
+//     ButtonParameterObject/discriminator/mapping/coupon_code maps to a new
+//     ButtonCouponCodeParameter (Coupon code templates);
+//   - ParameterObject/properties/type/enum gains location, which
+//     ParameterObject/discriminator/mapping/location maps to a new
+//     LocationParameter, whose location object is LocationMessage's with
+//     latitude and longitude required (Location templates).
+//
+// Other quirks are kept:
+//   - discriminator is an annotation only, so Validate checks "Message"
+//     through its oneOf and template components only against
+//     TemplateComponent, whose parameters may be anything;
+//     ValidateTemplateMessage follows the discriminators;
 //   - LanguageObject requires "policy" (always send "deterministic");
-//   - TemplateComponent.index has the pattern ^[2-6, 11-14]$, which rejects
-//     button indexes "0" and "1";
 //   - TextMessage puts additionalProperties:false inside an allOf, so no real
 //     text message validates against "Message" (bulksend sends templates only).
 package oas
@@ -183,36 +201,61 @@ func modulePathOf(path string) (string, error) {
 	return "", nil
 }
 
-// LoadFile parses the OpenAPI document at path, without caching.
-func LoadFile(path string) (*Spec, error) {
+// LoadFile parses the OpenAPI document at path, without caching, and
+// applies the corrections listed in the package comment to the parsed copy.
+func LoadFile(path string) (*Spec, error) { return loadFile(path, corrections) }
+
+// loadFile is LoadFile with the corrections to apply; tests pass fewer to
+// show that each one is needed.
+func loadFile(path string, cs []correction) (*Spec, error) {
+	abs, doc, err := parseFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return newSpec(abs, doc, cs)
+}
+
+// parseFile reads the document at path into the types encoding/json
+// produces.
+func parseFile(path string) (abs string, doc map[string]any, err error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("read openapi: %w", err)
+		return "", nil, fmt.Errorf("read openapi: %w", err)
 	}
 	var root yaml.Node
 	if err := yaml.Unmarshal(b, &root); err != nil {
-		return nil, fmt.Errorf("parse openapi %s: %w", path, err)
+		return "", nil, fmt.Errorf("parse openapi %s: %w", path, err)
 	}
 	v, err := jsonValue(&root)
 	if err != nil {
-		return nil, fmt.Errorf("convert openapi %s: %w", path, err)
+		return "", nil, fmt.Errorf("convert openapi %s: %w", path, err)
 	}
 	doc, ok := v.(map[string]any)
 	if !ok {
-		return nil, fmt.Errorf("openapi %s: top level is %T, want a mapping", path, v)
+		return "", nil, fmt.Errorf("openapi %s: top level is %T, want a mapping", path, v)
 	}
-	abs, err := filepath.Abs(path)
+	abs, err = filepath.Abs(path)
 	if err != nil {
-		return nil, fmt.Errorf("openapi path: %w", err)
+		return "", nil, fmt.Errorf("openapi path: %w", err)
+	}
+	return abs, doc, nil
+}
+
+// newSpec applies cs to doc, which it then owns, and readies it for
+// compiling.
+func newSpec(abs string, doc map[string]any, cs []correction) (*Spec, error) {
+	for _, c := range cs {
+		if err := c.apply(doc); err != nil {
+			return nil, fmt.Errorf("openapi %s: %w", abs, err)
+		}
 	}
 	u := (&url.URL{Scheme: "file", Path: filepath.ToSlash(abs)}).String()
-
 	c := jsonschema.NewCompiler()
 	// OpenAPI 3.1's default dialect is draft 2020-12 plus annotation-only
 	// keywords, so plain 2020-12 validates the same instances.
 	c.DefaultDraft(jsonschema.Draft2020)
 	if err := c.AddResource(u, doc); err != nil {
-		return nil, fmt.Errorf("add openapi %s to schema compiler: %w", path, err)
+		return nil, fmt.Errorf("add openapi %s to schema compiler: %w", abs, err)
 	}
 	return &Spec{path: abs, url: u, doc: doc, compiler: c, schemas: map[string]*jsonschema.Schema{}}, nil
 }
@@ -258,13 +301,22 @@ func (s *Spec) Schema(name string) (*jsonschema.Schema, error) {
 // A document that does not conform gives an error wrapping
 // *jsonschema.ValidationError, whose message lists every violation.
 func (s *Spec) Validate(schema string, body []byte) error {
-	sch, err := s.Schema(schema)
-	if err != nil {
+	if _, err := s.Schema(schema); err != nil {
 		return err
 	}
 	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(body))
 	if err != nil {
 		return fmt.Errorf("validate against %s: body is not JSON: %w", schema, err)
+	}
+	return s.validate(schema, v)
+}
+
+// validate checks v, as jsonschema.UnmarshalJSON returns it, against the
+// component schema called schema.
+func (s *Spec) validate(schema string, v any) error {
+	sch, err := s.Schema(schema)
+	if err != nil {
+		return err
 	}
 	if err := sch.Validate(v); err != nil {
 		return fmt.Errorf("validate against %s: %w", schema, err)

@@ -173,11 +173,15 @@ func TestValidate(t *testing.T) {
 			`{"messaging_product":"whatsapp","recipient_type":"individual","to":"16505551234","type":"template",
 			  "template":{"name":"hello_world","language":{"code":"en"}}}`, false},
 		// Meta's TemplateComponent.index pattern is ^[2-6, 11-14]$, a
-		// character class that rejects the documented "0" and "1".
-		{"button index 0 (quirk of Meta's schema)", "Message",
+		// character class that rejects the documented "0": corrected.
+		{"button index 0 (corrected)", "Message",
 			`{"messaging_product":"whatsapp","recipient_type":"individual","to":"16505551234","type":"template",
 			  "template":{"name":"t","language":{"policy":"deterministic","code":"en"},
-			  "components":[{"type":"button","sub_type":"quick_reply","index":"0","parameters":[{"type":"payload","payload":"P"}]}]}}`, false},
+			  "components":[{"type":"button","sub_type":"quick_reply","index":"0","parameters":[{"type":"payload","payload":"P"}]}]}}`, true},
+		{"button index 10", "Message",
+			`{"messaging_product":"whatsapp","recipient_type":"individual","to":"16505551234","type":"template",
+			  "template":{"name":"t","language":{"policy":"deterministic","code":"en"},
+			  "components":[{"type":"button","sub_type":"quick_reply","index":"10","parameters":[{"type":"payload","payload":"P"}]}]}}`, false},
 		{"component of unknown type", "Message",
 			`{"messaging_product":"whatsapp","recipient_type":"individual","to":"16505551234","type":"template",
 			  "template":{"name":"t","language":{"policy":"deterministic","code":"en"},"components":[{"type":"footer"}]}}`, false},
@@ -269,13 +273,19 @@ func TestValidateConcurrent(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			schema := []string{"Message", "Statuses"}[i%2]
+			schema := []string{"Message", "Statuses", "template"}[i%3]
 			body := goodTemplate
 			if schema == "Statuses" {
 				body = `{"id":"wamid.x","status":"sent","timestamp":"1","recipient_id":"1"}`
 			}
 			for range 50 {
-				if err := s.Validate(schema, []byte(body)); err != nil {
+				var err error
+				if schema == "template" {
+					err = s.ValidateTemplateMessage([]byte(body))
+				} else {
+					err = s.Validate(schema, []byte(body))
+				}
+				if err != nil {
 					t.Error(err)
 					return
 				}
