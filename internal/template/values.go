@@ -65,7 +65,7 @@ func (m *Mapping) check(b Binding, v string) string {
 	case b.Part == Btn && b.Kind == "url":
 		return urlSuffixRule(v)
 	case b.Part == Btn && b.Kind == "coupon":
-		return codeRule(v, "a coupon code")
+		return couponRule(v)
 	case b.Part == Auth:
 		if why := codeRule(v, "an authentication code"); why != "" {
 			return why
@@ -120,18 +120,43 @@ var urlSafe = func() (t [256]bool) {
 }()
 
 func urlChars(v string) bool {
-	for i := 0; i < len(v); i++ {
-		if !urlSafe[v[i]] {
-			return false
-		}
-	}
-	return true
+	return badURLByte(v) < 0
 }
 
+// badURLByte is the index of the first byte of v a URL cannot carry as it
+// is (a '%' not followed by two hex digits among them), or -1.
+func badURLByte(v string) int {
+	for i := 0; i < len(v); i++ {
+		if !urlSafe[v[i]] {
+			return i
+		}
+		if v[i] == '%' && (i+2 >= len(v) || !isHex(v[i+1]) || !isHex(v[i+2])) {
+			return i
+		}
+	}
+	return -1
+}
+
+func isHex(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
+}
+
+// coordinate takes decimal degrees as written by hand ("52.52", "-13.4"):
+// ParseFloat alone would also take "NaN", "1e1" and "0x1p-2", which it is
+// not, and which would be sent as written.
 func coordinate(v string, limit float64) string {
-	f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-	if err != nil || f < -limit || f > limit {
-		return fmt.Sprintf("is not a coordinate from -%g to %g", limit, limit)
+	v = strings.TrimSpace(v)
+	bad := fmt.Sprintf("is not a coordinate from -%g to %g in decimal degrees", limit, limit)
+	digits := strings.TrimLeft(v, "+-")
+	if len(v)-len(digits) > 1 || digits == "" {
+		return bad
+	}
+	whole, frac, _ := strings.Cut(digits, ".")
+	if whole == "" || !isDigits(whole) || (frac != "" && !isDigits(frac)) || strings.HasSuffix(digits, ".") {
+		return bad
+	}
+	if f, err := strconv.ParseFloat(v, 64); err != nil || f < -limit || f > limit {
+		return bad
 	}
 	return ""
 }
@@ -143,17 +168,32 @@ func codeRule(v, what string) string {
 	return ""
 }
 
+// couponRule adds Meta's rule for coupon codes: letters and digits only.
+func couponRule(v string) string {
+	if why := codeRule(v, "a coupon code"); why != "" {
+		return why
+	}
+	for _, r := range v {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
+			return fmt.Sprintf("has %q: Meta takes letters and digits only in a coupon code", r)
+		}
+	}
+	return ""
+}
+
 // urlSuffixRule keeps to the characters a URL may carry (RFC 3986's
 // unreserved and reserved ones, and percent escapes): Meta appends the
 // suffix to the button's URL as it is.
 func urlSuffixRule(v string) string {
-	for i := 0; i < len(v); i++ {
-		if !urlSafe[v[i]] {
-			r, _ := utf8.DecodeRuneInString(v[i:])
-			return fmt.Sprintf("has %q, which a URL cannot carry: percent-encode it", r)
-		}
+	i := badURLByte(v)
+	if i < 0 {
+		return ""
 	}
-	return ""
+	if v[i] == '%' {
+		return "has a '%' that starts no escape (%XX): write it as %25"
+	}
+	r, _ := utf8.DecodeRuneInString(v[i:])
+	return fmt.Sprintf("has %q, which a URL cannot carry: percent-encode it", r)
 }
 
 // Components builds the template components of the send request for one

@@ -1,12 +1,19 @@
 package whatsapp_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"net/http/httptest"
+	"strings"
+	"sync"
 	"testing"
 
+	"github.com/bulksend/bulksend/internal/campaign"
+	"github.com/bulksend/bulksend/internal/oas"
 	"github.com/bulksend/bulksend/internal/sandbox"
 	"github.com/bulksend/bulksend/internal/template"
 	"github.com/bulksend/bulksend/internal/whatsapp"
@@ -70,5 +77,92 @@ func TestTemplatePaging(t *testing.T) {
 	}
 	if reads := sb.Stats().TemplateReads; reads < 3 {
 		t.Errorf("%d template reads, want the 3 pages of 100 it takes to reach the last entry", reads)
+	}
+}
+
+// TestSendEachKindThroughSandbox sends every kind of template component to
+// the sandbox, which checks each request against the template's approved
+// definition as Meta does, and checks the same request bytes against Meta's
+// OpenAPI description with its discriminators followed.
+func TestSendEachKindThroughSandbox(t *testing.T) {
+	spec, err := oas.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb := sandbox.New(sandbox.Config{Token: "tok", Rate: -1, PairInterval: -1, Definitions: sandbox.DefaultTemplates()})
+	var mu sync.Mutex
+	var bodies [][]byte
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		bodies = append(bodies, b)
+		mu.Unlock()
+		r.Body = io.NopCloser(bytes.NewReader(b))
+		sb.ServeHTTP(w, r)
+	}))
+	t.Cleanup(func() { srv.Close(); sb.Close() })
+	c := &whatsapp.Client{BaseURL: srv.URL, Version: "v23.0", Token: "tok", HTTP: srv.Client()}
+	defs := map[string]template.Definition{}
+	for _, d := range sandbox.DefaultTemplates() {
+		defs[d.Name] = d
+	}
+	for _, tc := range []struct {
+		kinds    string
+		template string
+		columns  string
+		consts   []template.Const
+		cells    []string
+	}{
+		{"image header by link, positional body, URL and quick-reply buttons", "spring_sale", "first_name,discount,button.0.url,button.1.payload",
+			[]template.Const{{Key: "header.image", Value: "https://cdn.example.com/spring.jpg"}}, []string{"Ana", "20%", "ANA-1", "STOP"}},
+		{"image header by media ID", "spring_sale", "first_name,discount,header.image,button.0.url", nil, []string{"Ana", "20%", "1339522734477770", "ANA-1"}},
+		{"named body, URL button", "order_update", "ship_date,first_name,order_id,button.0.url", nil, []string{"May 2", "Ana", "A-1", "A-1"}},
+		{"authentication code", "login_code", "auth.code", nil, []string{"482913"}},
+		{"text header, copy-code coupon", "fall_coupon", "header.text,code,discount,button.1.coupon", nil, []string{"Fall Sale", "25OFF", "25%", "25OFF"}},
+		{"video header", "summer_teaser", "name,header.video", nil, []string{"Ana", "https://cdn.example.com/v.mp4"}},
+		{"document header with file name", "invoice_ready", "name,invoice,header.document,header.filename", nil, []string{"Ana", "INV-1", "https://cdn.example.com/i.pdf", "INV-1.pdf"}},
+		{"location header", "store_visit", "order,header.latitude,header.longitude,header.name,header.address", nil, []string{"A-1", "52.52", "13.405", "Shop", "Main St 1"}},
+	} {
+		t.Run(tc.kinds, func(t *testing.T) {
+			def := defs[tc.template]
+			m, err := template.New(template.Input{Columns: strings.Split(tc.columns, ","), Consts: tc.consts}, &def)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if why := m.Validate(tc.cells); why != "" {
+				t.Fatal(why)
+			}
+			sender := *c
+			sender.Mapping = m
+			mu.Lock()
+			bodies = nil
+			mu.Unlock()
+			msg := campaign.Message{Row: 1, From: "106540352242922", To: "+447400123456", Template: def.Name, Lang: def.Language, Params: tc.cells, CallbackData: "bulksend:t:1"}
+			if _, err := sender.Send(context.Background(), msg); err != nil {
+				t.Fatalf("the sandbox refused the request: %v", err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(bodies) != 1 {
+				t.Fatalf("%d requests", len(bodies))
+			}
+			if err := spec.ValidateTemplateMessage(bodies[0]); err != nil {
+				t.Errorf("request does not conform to Meta's OpenAPI description: %v\n%s", err, bodies[0])
+			}
+		})
+	}
+	// Not vacuous: the sandbox refuses a request its definition does not
+	// take (spring_sale without its image header).
+	def := defs["spring_sale"]
+	m, err := template.New(template.Input{Columns: []string{"first_name", "discount", "button.0.url"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sender := *c
+	sender.Mapping = m
+	_, err = sender.Send(context.Background(), campaign.Message{From: "1", To: "+447400123456", Template: def.Name, Lang: def.Language, Params: []string{"Ana", "20%", "A1"}})
+	var se *campaign.SendError
+	if !errors.As(err, &se) || se.Code != 132000 {
+		t.Fatalf("send without the image header: %v, want 132000", err)
 	}
 }
