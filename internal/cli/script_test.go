@@ -77,7 +77,8 @@ func TestScripts(t *testing.T) {
 // 'sandbox stop' stops it and flushes its webhook log.
 // Keys: seed, rate, latency, transient, permanent, late, latedelay, fail,
 // expired, template (NAME:PARAMS), definitions (default: the sandbox's
-// realistic set, served at GET message_templates and checked on sends).
+// realistic set, served at GET message_templates and checked on sends),
+// status (NAME:STATUS, after definitions).
 func cmdSandbox(ts *testscript.TestScript, neg bool, args []string) {
 	if neg {
 		ts.Fatalf("unsupported: ! sandbox")
@@ -155,6 +156,18 @@ func cmdSandbox(ts *testscript.TestScript, neg bool, args []string) {
 				ts.Fatalf("sandbox: definitions=default is the only set")
 			}
 			cfg.Definitions = sandbox.DefaultTemplates()
+		case "status":
+			// status=NAME:STATUS changes a definition's status, e.g. paused.
+			name, status, _ := strings.Cut(v, ":")
+			found := false
+			for i := range cfg.Definitions {
+				if cfg.Definitions[i].Name == name {
+					cfg.Definitions[i].Status, found = status, true
+				}
+			}
+			if !found {
+				ts.Fatalf("sandbox: status=%s: no such definition (put definitions=default first)", v)
+			}
 		default:
 			ts.Fatalf("sandbox: unknown key %q", k)
 		}
