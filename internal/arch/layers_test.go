@@ -27,6 +27,7 @@ var domain = []string{
 	"internal/engine",
 	"internal/pace",
 	"internal/reconcile",
+	"internal/template", // WhatsApp templates as data: definitions, mappings, Meta's rules for values
 }
 
 // adapters talk to the outside world (SQLite, Meta's API, the fake API,

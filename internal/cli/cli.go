@@ -157,7 +157,7 @@ var flagHints = []struct {
 }{
 	{whatsapp.ErrToken, "the access token is expired or invalid: get a new one, set WHATSAPP_TOKEN (or --token-file) and run the same command again; nothing more was sent"},
 	{whatsapp.ErrTemplate, "the template does not exist in this language or is not approved: check --template and --lang in WhatsApp Manager"},
-	{whatsapp.ErrParamCount, "the template expects a different number of body parameters than the CSV has parameter columns"},
+	{whatsapp.ErrParamCount, "the request's parameters (header, body or buttons) do not match the template's: check the CSV's columns against it with --waba and --dry-run"},
 	{whatsapp.ErrParameters, "the API rejected the request's shape: check --template, --lang, --from and the CSV's parameter columns"},
 }
 
@@ -167,6 +167,10 @@ func apiHint(err error) string {
 	var api *whatsapp.APIError
 	if errors.As(err, &api) && errors.Is(api, whatsapp.ErrEndpoint) {
 		return fmt.Sprintf("the API answered HTTP %d without an error body: check --api-url, --api-version and the --from phone-number IDs", api.HTTPStatus)
+	}
+	var explicit *hintError
+	if errors.As(err, &explicit) {
+		return explicit.hint
 	}
 	for _, h := range flagHints {
 		if errors.Is(err, h.kind) {

@@ -30,7 +30,7 @@ func TestExitCodesAndHints(t *testing.T) {
 		{"expired token", fatal(&whatsapp.APIError{HTTPStatus: 401, Code: 190, Type: "OAuthException"}), ExitFatal, "set WHATSAPP_TOKEN (or --token-file)"},
 		{"no error body names the URL flags and the status", fatal(&whatsapp.APIError{HTTPStatus: 404}), ExitFatal, "HTTP 404 without an error body: check --api-url"},
 		{"unknown template", fatal(&whatsapp.APIError{HTTPStatus: 404, Code: 132001, Type: "OAuthException"}), ExitFatal, "check --template and --lang"},
-		{"parameter count", fatal(&whatsapp.APIError{HTTPStatus: 400, Code: 132000, Type: "OAuthException"}), ExitFatal, "than the CSV has parameter columns"},
+		{"parameter count", fatal(&whatsapp.APIError{HTTPStatus: 400, Code: 132000, Type: "OAuthException"}), ExitFatal, "do not match the template's: check the CSV's columns against it with --waba"},
 		{"request shape", fatal(&whatsapp.APIError{HTTPStatus: 400, Code: 100, Type: "OAuthException"}), ExitFatal, "check --template, --lang, --from"},
 		{"the provider's own advice", fatal(&whatsapp.APIError{HTTPStatus: 400, Code: 131042, Type: "OAuthException"}), ExitFatal, "payment method"},
 		{"a fatal code without advice", fatal(&whatsapp.APIError{HTTPStatus: 400, Code: 131051, Type: "OAuthException"}), ExitFatal, "check --template"},
@@ -42,6 +42,7 @@ func TestExitCodesAndHints(t *testing.T) {
 		{"unreachable", engine.ErrUnreachable, ExitUnfinished, "check the network"},
 		{"locked", &store.LockedError{Path: "c.db"}, ExitLocked, "wait for that run"},
 		{"usage", usagef("try --help", "bad flag"), ExitUsage, "try --help"},
+		{"a hint given with the error outranks the code's", &hintError{err: fmt.Errorf("read template: %w", &whatsapp.APIError{HTTPStatus: 400, Code: 100, Type: "OAuthException"}), hint: "check --waba"}, ExitFatal, "check --waba"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, hint := exitCode(tc.err)

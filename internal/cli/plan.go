@@ -23,8 +23,10 @@ func printPlan(ctx context.Context, ios *IO, st *store.Store, s store.Settings) 
 	c := r.Counts
 	w := ios.Out
 	fmt.Fprintf(w, "plan: template %s/%s%s\n", s.Template, s.Lang, templateNote(s))
-	if s.Mapping != nil {
-		fmt.Fprintf(w, "mapping: %s\n", s.Mapping.Summary())
+	if m, err := mappingOf(s); err != nil {
+		return err
+	} else if m != nil {
+		fmt.Fprintf(w, "mapping: %s\n", m.Summary())
 	} else {
 		fmt.Fprintf(w, "mapping: %d body parameter column(s) %v\n", len(s.Params), s.Params)
 	}
@@ -61,7 +63,7 @@ func templateNote(s store.Settings) string {
 		return fmt.Sprintf(" (%s; the CSV fits it as approved, per %s)", s.Category, s.TemplateChecked)
 	case s.TemplateChecked != "":
 		return fmt.Sprintf(" (the CSV fits it as approved, per %s)", s.TemplateChecked)
-	case s.Mapping != nil:
+	case len(s.Mapping) > 0:
 		return " (not checked against its approved definition: pass --waba)"
 	}
 	return ""

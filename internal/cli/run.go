@@ -127,7 +127,7 @@ flag value, and is never written anywhere.
 	f.StringVar(&o.phoneColumn, "phone-column", "phone", "the CSV column that holds the phone numbers (any case)")
 	f.StringVar(&o.delimiter, "delimiter", "", `the CSV's field separator: ",", ";", "tab" or "|" (default: detected from the header)`)
 	f.StringArrayVar(&o.params, "param", nil, "NAME=VALUE: fill a template slot with the same value for every row, e.g. header.image=https://… (repeatable)")
-	f.StringSliceVar(&o.ignoreColumns, "ignore-column", nil, "CSV columns the template does not use (otherwise such a column is refused)")
+	f.StringArrayVar(&o.ignoreColumns, "ignore-column", nil, "a CSV column the template does not use (otherwise such a column is refused; repeatable)")
 	f.StringVar(&o.waba, "waba", "", "WhatsApp Business Account ID: check the CSV against the approved template before sending (default $WHATSAPP_WABA_ID)")
 	f.StringVar(&o.paramFormat, "param-format", "", "positional or named body parameters, when the template cannot be read (default: the template's, else positional)")
 	f.StringVar(&o.tokenFile, "token-file", "", "read the access token from this file instead of WHATSAPP_TOKEN")
@@ -274,11 +274,15 @@ func (o *runOptions) send(ctx, runCtx context.Context, ios *IO, st *store.Store,
 	if err != nil {
 		return err
 	}
+	mapping, err := mappingOf(settings)
+	if err != nil {
+		return err
+	}
 	conc := settings.Concurrency
 	client := &whatsapp.Client{
 		BaseURL: apiURL, Version: o.apiVersion, Token: token, Timeout: timeout,
 		HTTP:    whatsapp.NewHTTPClient(max(conc, int(settings.Rate*float64(len(senders))))),
-		Mapping: settings.Mapping,
+		Mapping: mapping,
 	}
 	eng := engine.New(engine.Config{
 		Checkpoint: st, Sender: client, Senders: senders, CampaignID: settings.CampaignID,
@@ -332,7 +336,11 @@ func (o *runOptions) validate() error {
 		return usagef("", "invalid --param-format %q: want positional or named", o.paramFormat)
 	}
 	if o.waba != "" && strings.Trim(o.waba, "0123456789") != "" {
-		return usagef("--waba takes the WhatsApp Business Account ID shown in WhatsApp Manager (digits)", "invalid --waba %q", o.waba)
+		what := "--waba"
+		if !o.changed("waba") {
+			what = "$WHATSAPP_WABA_ID"
+		}
+		return usagef("it is the WhatsApp Business Account ID shown in WhatsApp Manager (digits)", "invalid %s %q", what, o.waba)
 	}
 	if strings.TrimSpace(o.phoneColumn) == "" {
 		return usagef("", "--phone-column is empty")
@@ -354,6 +362,14 @@ func (o *runOptions) token(ios *IO) (string, error) {
 	if o.dryRun && o.tokenFile == "" {
 		// Sends nothing: the token only reads the template, if there is one.
 		return strings.TrimSpace(ios.Getenv("WHATSAPP_TOKEN")), nil
+	}
+	if o.dryRun {
+		// Likewise: an unreadable token file only means the template is not read.
+		b, err := os.ReadFile(o.tokenFile)
+		if err != nil {
+			o.log.Warn("--token-file unreadable: the dry run cannot read the template", "err", err)
+		}
+		return strings.TrimSpace(string(b)), nil
 	}
 	if o.tokenFile != "" {
 		b, err := os.ReadFile(o.tokenFile)
@@ -398,8 +414,8 @@ func (o *runOptions) settings(ctx context.Context, ios *IO, st *store.Store, rea
 		{"default-region", s.DefaultRegion, o.region},
 		{"phone-column", cmp.Or(s.PhoneColumn, "phone"), o.phoneColumn},
 		{"delimiter", cmp.Or(s.Delimiter, ","), delimiterName(o.delimiterRune())},
-		{"param", strings.Join(s.ParamFlags, "\x00"), strings.Join(o.params, "\x00")},
-		{"ignore-column", strings.Join(s.IgnoreColumns, ","), strings.Join(o.ignoreColumns, ",")},
+		{"param", strings.Join(s.ParamFlags, " --param "), strings.Join(paramFlags(o.params), " --param ")},
+		{"ignore-column", strings.Join(s.IgnoreColumns, " --ignore-column "), strings.Join(o.ignoreColumns, " --ignore-column ")},
 		{"waba", s.WABA, o.waba},
 		{"param-format", s.ParamFormat, o.paramFormat},
 	}
@@ -437,14 +453,15 @@ func (o *runOptions) settings(ctx context.Context, ios *IO, st *store.Store, rea
 // recheck reads the template's definition again on a resume (it may have
 // been paused or edited since) and checks the stored mapping against it.
 func (o *runOptions) recheck(ctx context.Context, ios *IO, s store.Settings, token string) error {
-	if s.Mapping == nil {
-		return nil // a checkpoint from before mappings: body parameters only
+	m, err := mappingOf(s)
+	if err != nil || m == nil {
+		return err // nil: a checkpoint from before mappings, body parameters only
 	}
 	src, err := o.definition(ctx, ios, s.Template, s.Lang, s.WABA, token)
 	if err != nil || src.def == nil {
 		return err
 	}
-	if err := s.Mapping.Check(*src.def); err != nil {
+	if err := m.Check(*src.def); err != nil {
 		return mappingError(err, s.Template, s.Lang, src)
 	}
 	return nil
@@ -478,6 +495,11 @@ func (o *runOptions) importCSV(ctx context.Context, ios *IO, st *store.Store, to
 	if err != nil {
 		return store.Settings{}, err
 	}
+	for _, c := range o.ignoreColumns {
+		if k := strings.ToLower(strings.TrimSpace(c)); k == strings.ToLower(strings.TrimSpace(o.phoneColumn)) || k == "from" || k == "id" {
+			return store.Settings{}, usagef("", "--ignore-column %q: the phone, from and id columns are never template parameters", c)
+		}
+	}
 	src, err := o.definition(ctx, ios, o.template, o.lang, o.waba, token)
 	if err != nil {
 		return store.Settings{}, err
@@ -487,6 +509,10 @@ func (o *runOptions) importCSV(ctx context.Context, ios *IO, st *store.Store, to
 		return store.Settings{}, mappingError(err, o.template, o.lang, src)
 	}
 	o.mapping = m
+	mapping, err := json.Marshal(m)
+	if err != nil {
+		return store.Settings{}, err
+	}
 	category := ""
 	if src.def != nil {
 		category = strings.ToLower(src.def.Category)
@@ -505,7 +531,7 @@ func (o *runOptions) importCSV(ctx context.Context, ios *IO, st *store.Store, to
 		Concurrency: o.concurrency, MaxAttempts: o.maxAttempts, DefaultRegion: o.region,
 		Params: rd.Params(), PhoneColumn: o.phoneColumn, Delimiter: delimiterName(rd.Delimiter()),
 		Encoding: rd.Encoding(), CreatedAt: time.Now().UTC(),
-		Mapping: m, ParamFlags: o.params, IgnoreColumns: o.ignoreColumns, WABA: o.waba,
+		Mapping: mapping, ParamFlags: paramFlags(o.params), IgnoreColumns: o.ignoreColumns, WABA: o.waba,
 		ParamFormat: o.paramFormat, Category: category, TemplateChecked: src.from,
 	}
 	var row int64

@@ -54,11 +54,20 @@ func startSandbox(o *runOptions, s store.Settings, webhookLog string) (*runningS
 	bw := bufio.NewWriterSize(f, 1<<16)
 	cfg := demoSandbox()
 	cfg.Token = "sandbox-token"
+	m, err := mappingOf(s)
+	if err != nil {
+		return nil, err
+	}
+	same := func(d template.Definition) bool { return d.Name == s.Template && d.Language == s.Lang }
 	cfg.Definitions = sandbox.DefaultTemplates()
-	if !slices.ContainsFunc(cfg.Definitions, func(d template.Definition) bool { return d.Name == s.Template && d.Language == s.Lang }) {
+	if m == nil {
+		// A checkpoint from before mappings sends body parameters only.
+		cfg.Definitions = slices.DeleteFunc(cfg.Definitions, same)
+	}
+	if !slices.ContainsFunc(cfg.Definitions, same) {
 		// A template of the operator's own: the sandbox takes it as having
 		// the body parameters the CSV fills.
-		cfg.Templates = []sandbox.Template{{Name: s.Template, Languages: []string{s.Lang}, BodyParams: bodyParams(s)}}
+		cfg.Templates = []sandbox.Template{{Name: s.Template, Languages: []string{s.Lang}, BodyParams: bodyParams(s, m)}}
 	}
 	cfg.Webhooks = bw
 	srv := sandbox.New(cfg)
@@ -84,13 +93,21 @@ func startSandbox(o *runOptions, s store.Settings, webhookLog string) (*runningS
 	}, nil
 }
 
+func definitionNames(defs []template.Definition) []string {
+	var names []string
+	for _, d := range defs {
+		names = append(names, d.Name+"/"+d.Language+" ("+strings.ToLower(d.Status)+")")
+	}
+	return names
+}
+
 // bodyParams is how many body parameters the campaign's requests carry.
-func bodyParams(s store.Settings) int {
-	if s.Mapping == nil {
+func bodyParams(s store.Settings, m *template.Mapping) int {
+	if m == nil {
 		return len(s.Params)
 	}
 	n := 0
-	for _, b := range s.Mapping.Bindings {
+	for _, b := range m.Bindings {
 		if b.Part == template.Body || b.Part == template.Auth {
 			n++
 		}
@@ -246,6 +263,7 @@ func runSandbox(ios *IO, o *sandboxOptions, log *slog.Logger) (err error) {
 	srv := sandbox.New(cfg)
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
 	fmt.Fprintf(ios.Err, "bulksend: sandbox listening; point a run at it with:\n  BULKSEND_API_URL=http://%s\n", l.Addr().String())
+	fmt.Fprintf(ios.Err, "bulksend: its business account (for --waba) is %s; templates: %s\n", sandbox.DefaultWABAID, strings.Join(definitionNames(cfg.Definitions), ", "))
 	ctx, stop := signalContext(context.Background(), ios, log, sandboxInterrupt)
 	defer stop()
 	served := make(chan error, 1)

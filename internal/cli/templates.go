@@ -2,12 +2,14 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
 
 	"github.com/bulksend/bulksend/internal/sandbox"
+	"github.com/bulksend/bulksend/internal/store"
 	"github.com/bulksend/bulksend/internal/template"
 	"github.com/bulksend/bulksend/internal/whatsapp"
 )
@@ -21,6 +23,27 @@ type hintError struct {
 func (e *hintError) Error() string { return e.err.Error() }
 func (e *hintError) Unwrap() error { return e.err }
 func (e *hintError) Hint() string  { return e.hint }
+
+// mappingOf is the campaign's stored mapping; nil for a checkpoint made
+// before mappings, whose columns are all body parameters in order.
+func mappingOf(s store.Settings) (*template.Mapping, error) {
+	if len(s.Mapping) == 0 {
+		return nil, nil
+	}
+	var m template.Mapping
+	if err := json.Unmarshal(s.Mapping, &m); err != nil {
+		return nil, fmt.Errorf("the checkpoint's template mapping: %w", err)
+	}
+	return &m, nil
+}
+
+// paramFlags is how --param values are stored and compared: sorted, since
+// their order means nothing.
+func paramFlags(ps []string) []string {
+	ps = slices.Clone(ps)
+	slices.Sort(ps)
+	return ps
+}
 
 // consts parses the --param NAME=VALUE flags.
 func (o *runOptions) consts() ([]template.Const, error) {
@@ -58,7 +81,11 @@ func (o *runOptions) definition(ctx context.Context, ios *IO, name, lang, waba, 
 		return templateSource{}, nil
 	}
 	if token == "" {
-		return templateSource{}, usagef("export WHATSAPP_TOKEN=… or pass --token-file FILE", "--waba: reading the template needs the access token")
+		if o.dryRun {
+			o.log.Warn("no access token: the template was not read from its business account, so the dry run did not check the CSV against it", "waba", waba)
+			return templateSource{}, nil
+		}
+		return templateSource{}, usagef("export WHATSAPP_TOKEN=… or pass --token-file FILE", "reading template %s from WABA %s needs the access token", name, waba)
 	}
 	c := &whatsapp.Client{BaseURL: o.apiBase(ios), Version: o.apiVersion, Token: token, Timeout: o.requestTimeout, HTTP: whatsapp.NewHTTPClient(1)}
 	d, err := c.Template(ctx, waba, name, lang)
@@ -67,10 +94,13 @@ func (o *runOptions) definition(ctx context.Context, ios *IO, name, lang, waba, 
 	}
 	if err != nil {
 		var api *whatsapp.APIError
-		if errors.As(err, &api) && api.Code == 100 {
+		switch {
+		case errors.As(err, &api) && api.Code == 100:
 			return templateSource{}, &hintError{err: err, hint: "check --waba: it is the WhatsApp Business Account ID shown in WhatsApp Manager, not a phone-number ID"}
+		case errors.As(err, &api):
+			return templateSource{}, err
 		}
-		return templateSource{}, err
+		return templateSource{}, &hintError{err: err, hint: "the API could not be reached to read the template: check the network and --api-url, then run again; nothing was sent"}
 	}
 	return templateSource{def: &d, from: "WABA " + waba}, nil
 }

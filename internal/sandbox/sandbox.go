@@ -41,6 +41,10 @@ import (
 	"github.com/bulksend/bulksend/internal/template"
 )
 
+// DefaultWABAID is the sandbox's business account unless Config.WABAID
+// says otherwise: the --waba of a rehearsal.
+const DefaultWABAID = "100000000000001"
+
 // Template is an approved message template known to the sandbox by its name
 // and body parameter count only; Config.Definitions knows templates whole.
 type Template struct {
@@ -239,7 +243,7 @@ func New(cfg Config) *Server {
 		s.lateDelay = 60 * time.Second
 	}
 	if s.wabaID == "" {
-		s.wabaID = "100000000000001"
+		s.wabaID = DefaultWABAID
 	}
 	for _, t := range cfg.Templates {
 		s.templates[t.Name] = append(s.templates[t.Name], t)

@@ -7,8 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"time"
-
-	"github.com/bulksend/bulksend/internal/template"
 )
 
 // Settings are what the first run was given; later runs reuse them.
@@ -28,19 +26,20 @@ type Settings struct {
 	Delimiter          string `json:"delimiter,omitempty"`
 	Encoding           string `json:"encoding,omitempty"`
 	ApostrophesRemoved int64  `json:"apostrophes_removed,omitempty"`
-	// The template: how the CSV's columns fill it (nil in checkpoints made
-	// before: every column a body parameter), the flags that made the
-	// mapping, and what its approved definition said.
-	Mapping         *template.Mapping `json:"mapping,omitempty"`
-	ParamFlags      []string          `json:"param_flags,omitempty"`
-	IgnoreColumns   []string          `json:"ignore_columns,omitempty"`
-	ParamFormat     string            `json:"param_format,omitempty"`
-	WABA            string            `json:"waba,omitempty"`
-	Category        string            `json:"category,omitempty"`         // marketing, utility, authentication; "" unknown
-	TemplateChecked string            `json:"template_checked,omitempty"` // where the definition came from; "" not checked
-	CSVHash         string            `json:"csv_sha256"`
-	CSVSize         int64             `json:"csv_size"`
-	CreatedAt       time.Time         `json:"created_at"`
+	// The template: how the CSV's columns fill it (a template.Mapping as
+	// JSON, kept as it is: the store does not read it; absent in checkpoints
+	// made before, where every column is a body parameter), the flags that
+	// made the mapping, and what its approved definition said.
+	Mapping         json.RawMessage `json:"mapping,omitempty"`
+	ParamFlags      []string        `json:"param_flags,omitempty"`
+	IgnoreColumns   []string        `json:"ignore_columns,omitempty"`
+	ParamFormat     string          `json:"param_format,omitempty"`
+	WABA            string          `json:"waba,omitempty"`
+	Category        string          `json:"category,omitempty"`         // marketing, utility, authentication; "" unknown
+	TemplateChecked string          `json:"template_checked,omitempty"` // where the definition came from; "" not checked
+	CSVHash         string          `json:"csv_sha256"`
+	CSVSize         int64           `json:"csv_size"`
+	CreatedAt       time.Time       `json:"created_at"`
 }
 
 // ErrNoSettings means the checkpoint has not been set up by a first run.

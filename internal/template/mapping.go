@@ -95,8 +95,54 @@ func ParseKey(name string) (Slot, error) {
 	case Body:
 		return Slot{}, fmt.Errorf("%q: body parameters are plain columns (%q), in the order of the template's {{1}}, {{2}}… or named as its placeholders", name, rest)
 	}
-	// A dotted name with another prefix is an ordinary body column.
-	return Slot{Part: Body, Name: key}, nil
+	// Names with a dot are the template's: a mistyped one (buttons.0.url)
+	// taken as a body parameter would be sent in another's place.
+	return Slot{}, fmt.Errorf("%q: a name with a dot is one of header.…, button.N.… or auth.code%s", name, suggest(key))
+}
+
+// suggest names the reserved name closest to a mistyped one.
+func suggest(key string) string {
+	var names []string
+	for _, k := range headerKinds {
+		names = append(names, "header."+k)
+	}
+	for i := range 10 {
+		for _, k := range buttonKinds {
+			names = append(names, fmt.Sprintf("button.%d.%s", i, k))
+		}
+	}
+	names = append(names, "auth.code")
+	best, dist := "", 4
+	for _, n := range names {
+		if d := distance(key, n); d < dist {
+			best, dist = n, d
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return fmt.Sprintf(" (did you mean %s?)", best)
+}
+
+// distance is the Levenshtein distance between a and b, in bytes.
+func distance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }
 
 // Binding fills one slot from a column or a constant.
@@ -220,7 +266,7 @@ func New(in Input, def *Definition) (*Mapping, error) {
 	if _, ok := m.find(Header, "text", 0); ok && m.Named && m.HeaderName == "" && def == nil {
 		probs = append(probs, "header.text: a named template's header parameter goes by its name, which bulksend reads from the template's definition: pass --waba")
 	}
-	m.BodyMax = m.bodyMax(def)
+	m.BodyMax = m.bodyMax()
 	for _, b := range m.Bindings {
 		if b.Cell < 0 {
 			if why := m.check(b, b.Value); why != "" {
@@ -387,7 +433,7 @@ func (m *Mapping) against(def Definition) Problems {
 		switch need := def.ButtonNeeds(i); need {
 		case "url", "coupon":
 			if _, ok := m.find(Btn, need, i); !ok {
-				probs = append(probs, fmt.Sprintf("button %d is %s: it needs a button.%d.%s column, or --param button.%d.%s=…", i, describeButton(buttons[i], need, i), i, need, i, need))
+				probs = append(probs, fmt.Sprintf("button %d is %s: it needs a button.%d.%s column, or --param button.%d.%s=…", i, buttonKind(buttons[i], need), i, need, i, need))
 			}
 		case "", "payload", "code":
 		default:
@@ -407,8 +453,12 @@ func (m *Mapping) body(def Definition) Problems {
 		}
 	}
 	if !def.Named() {
-		for i := len(want); i < len(got); i++ {
-			probs = append(probs, fmt.Sprintf("%s: the template's body has %s; leave the column out with --ignore-column %q", got[i].source(), countParams(len(want)), got[i].Column))
+		if len(got) > len(want) {
+			var cols []string
+			for _, b := range got {
+				cols = append(cols, strconv.Quote(b.Column))
+			}
+			probs = append(probs, fmt.Sprintf("the CSV has %d body columns (%s), the template's body %s: leave out the columns it does not use with --ignore-column", len(got), strings.Join(cols, ", "), countParams(len(want))))
 		}
 		for i := len(got); i < len(want); i++ {
 			probs = append(probs, fmt.Sprintf("the template's body {{%s}} has no column: body parameters are the columns other than phone, from, id and the header., button. and auth. ones, in order", want[i]))
@@ -433,6 +483,17 @@ func headerName(kind string) string {
 		return "header.latitude"
 	}
 	return "header." + kind
+}
+
+// buttonKind names a button by what it takes.
+func buttonKind(b Button, need string) string {
+	switch need {
+	case "url":
+		return fmt.Sprintf("a URL button (%s)", b.URL)
+	case "coupon":
+		return "a copy-code button"
+	}
+	return "a " + strings.ToLower(b.Type) + " button"
 }
 
 func describeButton(b Button, need string, i int) string {
@@ -479,14 +540,8 @@ func braces(names []string) string {
 }
 
 // bodyMax is Meta's limit on a body parameter: 1024 characters when the
-// message has other components, 32768 when the body is all of it.
-func (m *Mapping) bodyMax(def *Definition) int {
-	if def != nil {
-		if slices.ContainsFunc(def.Components, func(c Component) bool { return !strings.EqualFold(c.Type, "BODY") }) {
-			return 1024
-		}
-		return 32768
-	}
+// request has other components, 32768 when the body is all of it.
+func (m *Mapping) bodyMax() int {
 	if m.has(Header) || m.has(Btn) || m.has(Auth) {
 		return 1024
 	}

@@ -134,7 +134,7 @@ func TestNewAgainstDefinition(t *testing.T) {
 		{name: "placeholder without column", template: "spring_sale", columns: "name,header.image,button.0.url",
 			want: []string{"body {{2}} has no column"}},
 		{name: "column the template lacks", template: "hello", columns: "name,notes",
-			want: []string{`column "notes": the template's body has one parameter; leave the column out with --ignore-column "notes"`}},
+			want: []string{`the CSV has 2 body columns ("name", "notes"), the template's body one parameter: leave out the columns it does not use with --ignore-column`}},
 		{name: "named column the template lacks", template: "order_update", columns: "first_name,order_id,ship_date,first_nmae,button.0.url",
 			want: []string{`column "first_nmae": the template's body has no {{first_nmae}}`}},
 		{name: "named placeholder without column", template: "order_update", columns: "first_name,ship_date,button.0.url",
@@ -150,9 +150,9 @@ func TestNewAgainstDefinition(t *testing.T) {
 		{name: "button index the template lacks", template: "spring_sale", columns: "name,discount,header.image,button.0.url,button.2.payload",
 			want: []string{`column "button.2.payload": the template has 2 buttons (index 0 to 1)`}},
 		{name: "button of another kind", template: "spring_sale", columns: "name,discount,header.image,button.0.payload",
-			want: []string{`column "button.0.payload": button 0 is a URL button`, "button 0 is a URL button (https://shop.example.com/spring?c={{1}}): use button.0.url: it needs a button.0.url column"}},
+			want: []string{`column "button.0.payload": button 0 is a URL button`, "button 0 is a URL button (https://shop.example.com/spring?c={{1}}): it needs a button.0.url column"}},
 		{name: "copy code missing", template: "fall_coupon", columns: "header.text,code,discount",
-			want: []string{"button 1 is a copy-code button: use button.1.coupon: it needs a button.1.coupon column"}},
+			want: []string{"button 1 is a copy-code button: it needs a button.1.coupon column"}},
 		{name: "auth without code", template: "login_code", columns: "code",
 			want: []string{`column "code": an authentication template takes only its code, in an auth.code column`, "its code goes in an auth.code column"}},
 		{name: "code on a marketing template", template: "hello", columns: "name,auth.code",
@@ -248,13 +248,19 @@ func TestNewWithoutDefinition(t *testing.T) {
 		{name: "half a location", columns: "header.latitude", want: "needs both header.latitude and header.longitude"},
 		{name: "button twice", columns: "button.1.url,button.1.payload", want: "button 1 is one button"},
 		{name: "named header without definition", columns: "header.text", named: true, want: "pass --waba"},
-		{name: "other dotted column is a body parameter", columns: "addr.line1"},
+		{name: "other dotted name", columns: "addr.line1", want: `"addr.line1": a name with a dot is one of header.…, button.N.… or auth.code`},
+		{name: "mistyped prefix", columns: "buttons.0.url", want: `"buttons.0.url": a name with a dot is one of header.…, button.N.… or auth.code (did you mean button.0.url?)`},
+		{name: "mistyped header", columns: "heder.image", want: "(did you mean header.image?)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := template.New(template.Input{Columns: split(tc.columns), Named: tc.named}, nil)
+			m, err := template.New(template.Input{Columns: split(tc.columns), Named: tc.named}, nil)
 			if tc.want == "" {
 				if err != nil {
 					t.Fatal(err)
+				}
+				// Every column found its place.
+				if len(m.Bindings) != len(split(tc.columns)) {
+					t.Fatalf("%d bindings for columns %q: %+v", len(m.Bindings), tc.columns, m.Bindings)
 				}
 				return
 			}

@@ -83,16 +83,10 @@ func NewRequest(m campaign.Message, mp *template.Mapping) Request {
 			Language: Language{Policy: "deterministic", Code: m.Lang},
 		},
 	}
-	switch {
-	case mp != nil:
-		r.Template.Components = mp.Components(m.Params)
-	case len(m.Params) > 0:
-		ps := make([]template.Parameter, len(m.Params))
-		for i, p := range m.Params {
-			ps[i] = template.Parameter{Type: "text", Text: p}
-		}
-		r.Template.Components = []template.SendComponent{{Type: "body", Parameters: ps}}
+	if mp == nil {
+		mp = template.Positional(make([]string, len(m.Params)))
 	}
+	r.Template.Components = mp.Components(m.Params)
 	return r
 }
 
