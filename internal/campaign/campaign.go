@@ -78,6 +78,14 @@ const (
 	Throttled         // the sender is over its rate: slow it, retry without spending an attempt
 	PairLimited       // too many messages to this recipient: retry it later
 	Fatal             // no row can succeed (token, template, account): stop the run
+	// SenderRested: this sender number may not send now (restricted for
+	// spam, say): rest it for the rest of the run; its rows wait, other
+	// numbers go on. No attempt is spent.
+	SenderRested
+	// Paused: the provider asks for nothing more to be sent for a while
+	// (SendError.RestFor: a template still syncing, a call budget spent):
+	// the run rests that long. No attempt is spent.
+	Paused
 )
 
 func (c Class) String() string {
@@ -96,6 +104,10 @@ func (c Class) String() string {
 		return "pair-limited"
 	case Fatal:
 		return "fatal"
+	case SenderRested:
+		return "sender rested"
+	case Paused:
+		return "paused"
 	}
 	return "class(" + strconv.Itoa(int(c)) + ")"
 }
@@ -107,7 +119,39 @@ type SendError struct {
 	Class Class
 	Code  int    // the provider's error code; 0 if it gave none
 	Title string // short meaning, e.g. "Message undeliverable"
-	Err   error
+	// Reason is a stable name for a failure that reports group apart
+	// (FailMarketingCap), "" for none.
+	Reason string
+	// RestFor is how long the provider asks to send nothing more (Paused,
+	// or any answer carrying such a request); 0 for none.
+	RestFor time.Duration
+	Err     error
+}
+
+// Reasons a row failed that reports name apart from its code's title.
+const (
+	// FailMarketingCap: the recipient had their share of marketing
+	// messages (WhatsApp 131049). Sending again soon makes it worse: no run
+	// resends it.
+	FailMarketingCap = "marketing_cap"
+)
+
+// Receipt is a provider's acceptance of a message.
+type Receipt struct {
+	ID string // the provider's message ID
+	// Held: accepted but held back before delivery (WhatsApp's template
+	// pacing); it may still fail.
+	Held bool
+	// RestFor is how long the provider asks to send nothing more through
+	// this account (a call budget spent); 0 for none.
+	RestFor time.Duration
+}
+
+// Pricing is how the provider says it billed a message.
+type Pricing struct {
+	Category string // e.g. marketing, marketing_lite, utility, authentication
+	Type     string // e.g. regular, free_customer_service
+	Billable *bool  // nil when not said
 }
 
 func (e *SendError) Error() string {

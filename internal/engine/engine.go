@@ -43,12 +43,12 @@ type Checkpoint interface {
 	NextDue(ctx context.Context, sender string) (t time.Time, ok bool, err error)
 }
 
-// Sender sends one message and returns the provider's message ID. Its
+// Sender sends one message and returns the provider's receipt. Its
 // errors should be *campaign.SendError: the class decides what becomes of
 // the row. Any other error is taken as Unanswered (in doubt), the only
 // safe guess.
 type Sender interface {
-	Send(ctx context.Context, m campaign.Message) (id string, err error)
+	Send(ctx context.Context, m campaign.Message) (campaign.Receipt, error)
 }
 
 // Job is a claimed row: it is sending in the checkpoint.
@@ -76,8 +76,10 @@ type Result struct {
 	Row     int64
 	Outcome Outcome
 	WAMID   string
+	Held    bool // sent, but held back by the provider (campaign.Receipt.Held)
 	Code    int
 	Title   string
+	Reason  string // failed: campaign.SendError.Reason
 	NextAt  time.Time
 	At      time.Time
 }
@@ -371,10 +373,10 @@ func (e *Engine) send(ctx context.Context, j Job, sends *sync.WaitGroup) {
 		Params: j.Params, CallbackData: campaign.CallbackData(e.cfg.CampaignID, j.Row),
 	}
 	start := time.Now()
-	wamid, err := e.cfg.Sender.Send(ctx, msg)
+	rc, err := e.cfg.Sender.Send(ctx, msg)
 	now := time.Now()
 	e.gate.release(now.Sub(start))
-	e.results <- done{Result: e.outcome(j, wamid, err, now), sender: j.Sender}
+	e.results <- done{Result: e.outcome(j, rc.ID, err, now), sender: j.Sender}
 }
 
 // outcome decides what becomes of a row from the answer to its request.

@@ -30,7 +30,7 @@ type fakeSender struct {
 	at    []time.Time
 }
 
-func (f *fakeSender) Send(ctx context.Context, m campaign.Message) (string, error) {
+func (f *fakeSender) Send(ctx context.Context, m campaign.Message) (campaign.Receipt, error) {
 	f.mu.Lock()
 	if f.calls == nil {
 		f.calls = map[int64]int{}
@@ -39,7 +39,8 @@ func (f *fakeSender) Send(ctx context.Context, m campaign.Message) (string, erro
 	call := f.calls[m.Row]
 	f.at = append(f.at, time.Now())
 	f.mu.Unlock()
-	return f.fn(m, call)
+	id, err := f.fn(m, call)
+	return campaign.Receipt{ID: id}, err
 }
 
 func (f *fakeSender) count(row int64) int {

@@ -71,6 +71,8 @@ type Delivery struct {
 	WAMID  string // the provider's message ID
 	Code   int
 	Title  string
+	Reason string           // failed: a stable failure name (campaign.FailMarketingCap), "" for none
+	Price  campaign.Pricing // the first pricing a status carried; zero when none
 	// Unix milliseconds, 0 when unset.
 	SentAt, DeliveredAt, ReadAt int64
 }
@@ -84,6 +86,8 @@ type Status struct {
 	Sender       string    // the sender number it came for ("" if unknown)
 	ErrorCode    int       // of a failed status, 0 if none
 	ErrorTitle   string
+	ErrorReason  string           // of a failed status: a stable failure name (campaign.FailMarketingCap), "" for none
+	Price        campaign.Pricing // how the message was billed, when the status says
 }
 
 // Source is a log of statuses, read once to its end.

@@ -109,7 +109,12 @@ type response struct {
 // *campaign.SendError: an API answer is classified by its code (its Err is
 // an *APIError); otherwise whether the request was written decides between
 // NeverLeft (a safe retry) and Unanswered (in doubt).
-func (c *Client) Send(ctx context.Context, m campaign.Message) (string, error) {
+func (c *Client) Send(ctx context.Context, m campaign.Message) (campaign.Receipt, error) {
+	id, err := c.send(ctx, m)
+	return campaign.Receipt{ID: id}, err
+}
+
+func (c *Client) send(ctx context.Context, m campaign.Message) (string, error) {
 	body, err := json.Marshal(NewRequest(m, c.Mapping))
 	if err != nil {
 		return "", neverLeft(fmt.Errorf("encode request: %w", err))

@@ -52,7 +52,8 @@ func TestSendWire(t *testing.T) {
 	}))
 	defer srv.Close()
 	c := &Client{BaseURL: srv.URL, Version: "v23.0", Token: "tok", HTTP: srv.Client()}
-	id, err := c.Send(context.Background(), msg)
+	rc, err := c.Send(context.Background(), msg)
+	id := rc.ID
 	if err != nil || id != "wamid.HBgLMTY1" {
 		t.Fatalf("Send = %q, %v", id, err)
 	}
