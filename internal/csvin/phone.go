@@ -363,3 +363,19 @@ func splitCountryCode(digits []byte) (cc int, nsn []byte, ok bool) {
 	}
 	return 0, nil, false
 }
+
+// Region is the ISO 3166 region of an E.164 number ("US", "CA", "GB"),
+// "" when it has none (an invalid number, or a non-geographic one).
+// Country code 1 is shared by the US, Canada and the Caribbean: only
+// the area code tells them apart.
+func Region(e164 string) string {
+	var pn phonenumbers.PhoneNumber
+	if err := phonenumbers.ParseToNumber(e164, "", &pn); err != nil {
+		return ""
+	}
+	r := phonenumbers.GetRegionCodeForNumber(&pn)
+	if r == "ZZ" || r == "001" { // unknown, or non-geographic
+		return ""
+	}
+	return r
+}

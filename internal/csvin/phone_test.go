@@ -346,3 +346,19 @@ func TestFastPathMatchesLibrary(t *testing.T) {
 		}
 	})
 }
+
+func TestRegion(t *testing.T) {
+	for _, tc := range []struct{ phone, want string }{
+		{"+12015550123", "US"}, // New Jersey
+		{"+14165550123", "CA"}, // Toronto
+		{"+18765550123", "JM"}, // Jamaica shares +1
+		{"+447400123456", "GB"},
+		{"+5511987654321", "BR"},
+		{"+80012345678", ""}, // international freephone: no region
+		{"not a phone", ""},
+	} {
+		if got := Region(tc.phone); got != tc.want {
+			t.Errorf("Region(%q) = %q, want %q", tc.phone, got, tc.want)
+		}
+	}
+}
