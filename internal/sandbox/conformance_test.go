@@ -264,3 +264,221 @@ func inlineResponseSchema(t *testing.T, sp *oas.Spec, operationID, status string
 	t.Fatalf("operation %s not in %s", operationID, sp.Path())
 	return nil
 }
+
+// GET /{phone-number-id} answers Meta's PhoneNumberInfo (getPhoneNumberById)
+// and its health_status has the shape of the health_status Meta's document
+// describes (inline, on getFlow: the only operation that has one).
+func TestConformanceNumber(t *testing.T) {
+	sp := spec(t)
+	schema, err := sp.ResponseSchema("getPhoneNumberById", "200")
+	if err != nil {
+		t.Fatal(err)
+	}
+	flow := inlineResponseSchema(t, sp, "getFlow", "200")
+	s := New(Config{
+		Token: token, PhoneNumberIDs: []string{phoneID, otherID, "106540352242924"},
+		Numbers: map[string]NumberInfo{
+			phoneID: {Quality: "RED", Throughput: "NOT_APPLICABLE", MessagingLimit: "TIER_250", Health: HealthBlocked, NameStatus: "DECLINED"},
+			otherID: {Quality: "NA", Throughput: "HIGH", MessagingLimit: "TIER_UNLIMITED", Health: HealthLimited, HealthEntity: "PHONE_NUMBER"},
+		},
+	})
+	defer s.Close()
+	var answers []answer
+	for _, p := range []string{
+		numberPath(phoneID), numberPath(otherID), numberPath("106540352242924"),
+		numberPath(phoneID) + "?fields=health_status", numberPath(otherID) + "?fields=quality_rating,throughput",
+	} {
+		answers = append(answers, do(s, "GET", p, token, ""))
+	}
+	answers = append(answers,
+		do(s, "GET", numberPath(phoneID)+"?fields=nope", token, ""),
+		do(s, "GET", numberPath("1"), token, ""),
+		do(s, "GET", numberPath(phoneID), "", ""),
+		do(s, "DELETE", numberPath(phoneID), token, ""),
+	)
+	ok := 0
+	for _, a := range answers {
+		if a.status != 200 {
+			if err := sp.Validate("GraphAPIError", a.body); err != nil {
+				t.Errorf("answer does not match GraphAPIError: %v\n%s", err, a.body)
+			}
+			continue
+		}
+		ok++
+		if err := sp.Validate(schema, a.body); err != nil {
+			t.Errorf("answer does not match %s: %v\n%s", schema, err, a.body)
+		}
+		var h struct {
+			HealthStatus json.RawMessage `json:"health_status"`
+		}
+		json.Unmarshal(a.body, &h)
+		if h.HealthStatus == nil {
+			continue
+		}
+		v, err := jsonschema.UnmarshalJSON(bytes.NewReader([]byte(`{"health_status":` + string(h.HealthStatus) + `}`)))
+		if err == nil {
+			err = flow.Validate(v)
+		}
+		if err != nil {
+			t.Errorf("health_status does not match Meta's: %v\n%s", err, h.HealthStatus)
+		}
+	}
+	if ok != 5 {
+		t.Errorf("%d answers 200, want 5", ok)
+	}
+	// The schemas must bite.
+	if sp.Validate(schema, []byte(`{"id":"1","quality_rating":"PURPLE"}`)) == nil {
+		t.Error("PhoneNumberInfo accepts quality_rating PURPLE")
+	}
+	v, _ := jsonschema.UnmarshalJSON(strings.NewReader(`{"health_status":{"entities":[{"errors":[{"error_code":"141006"}]}]}}`))
+	if flow.Validate(v) == nil {
+		t.Error("the health_status schema accepts a string error_code")
+	}
+}
+
+// The Marketing Messages API: requests as bulksend sends them are Meta's
+// MarketingMessageRequestPayload; answers are MarketingMessageResponsePayload
+// or GraphAPIError; held answers of /messages are MessageResponsePayload.
+func TestConformanceMarketingMessages(t *testing.T) {
+	sp := spec(t)
+	mmSchema, err := sp.ResponseSchema("sendMarketingMessage", "200")
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgSchema, err := sp.ResponseSchema("sendMessage", "200")
+	if err != nil {
+		t.Fatal(err)
+	}
+	marketing := map[string]bool{}
+	for _, d := range FixtureDefinitions() {
+		marketing[d.Name] = d.Category == "MARKETING"
+	}
+	// Every marketing send that is a valid Message for /messages is a valid
+	// MarketingMessageRequestPayload with the two fields added (the others
+	// show what Meta takes beyond its schema).
+	var bodies []string
+	for i, v := range ValidSends() {
+		if !marketing[v.Template] || sp.ValidateTemplateMessage([]byte(v.Body(fmt.Sprint(16505550000+i)))) != nil {
+			continue
+		}
+		b := withFields(t, v.Body(fmt.Sprint(16505550000+i)), map[string]any{
+			"product_policy": []string{PolicyFallback, PolicyStrict}[i%2], "message_activity_sharing": i%3 == 0,
+		})
+		if err := sp.Validate("MarketingMessageRequestPayload", []byte(b)); err != nil {
+			t.Errorf("%s: request is not a MarketingMessageRequestPayload: %v\n%s", v.Name, err, b)
+		}
+		bodies = append(bodies, b)
+	}
+
+	onboarded := New(Config{Seed: 1, MMOnboarded: true, HeldRate: 0.5, Definitions: FixtureDefinitions(), Rate: -1, PairInterval: -1})
+	fallback := New(Config{Definitions: FixtureDefinitions(), Rate: -1, PairInterval: -1})
+	refusing := New(Config{
+		MMOnboarded: true, MMSyncing: []string{"fall_coupon"}, Definitions: FixtureDefinitions(),
+		Numbers: map[string]NumberInfo{otherID: {SendError: 33}, "106540352242924": {SendError: 131048}},
+	})
+	off := New(Config{MarketingOffOnCloudAPI: true, Definitions: FixtureDefinitions()})
+	held := New(Config{HeldRate: 1})
+	for _, s := range []*Server{onboarded, fallback, refusing, off, held} {
+		defer s.Close()
+	}
+	if len(bodies) < 3 {
+		t.Fatalf("only %d marketing sends checked", len(bodies))
+	}
+	statuses := map[string]bool{}
+	for _, s := range []*Server{onboarded, fallback} {
+		for _, b := range bodies {
+			if s == fallback {
+				b = withFields(t, b, map[string]any{"product_policy": PolicyFallback})
+			}
+			a := do(s, "POST", mmPath(phoneID), token, b)
+			if a.status != 200 {
+				t.Fatal(a)
+			}
+			if err := sp.Validate(mmSchema, a.body); err != nil {
+				t.Errorf("answer does not match %s: %v\n%s", mmSchema, err, a.body)
+			}
+			statuses[messageStatus(t, a)] = true
+		}
+	}
+	if !statuses[statusAccepted] || !statuses[statusHeld] {
+		t.Errorf("message statuses checked: %v", statuses)
+	}
+	a := send(held, "16505551234", "")
+	if err := sp.Validate(msgSchema, a.body); err != nil || messageStatus(t, a) != statusHeld {
+		t.Errorf("held answer does not match %s: %v\n%s", msgSchema, err, a.body)
+	}
+
+	strict := func(b string) string { return withFields(t, b, map[string]any{"product_policy": PolicyStrict}) }
+	answers := []answer{
+		do(refusing, "POST", mmPath(phoneID), token, validSend(t, "order_update").Body("16505551234")),
+		do(refusing, "POST", mmPath(phoneID), token, validSend(t, "fall_coupon").Body("16505551234")),
+		do(fallback, "POST", mmPath(phoneID), token, strict(validSend(t, "spring_sale").Body("16505551234"))),
+		do(off, "POST", path, token, validSend(t, "spring_sale").Body("16505551234")),
+		do(refusing, "POST", mmPath(phoneID), token, withFields(t, validSend(t, "spring_sale").Body("16505551234"), map[string]any{"product_policy": "LOOSE"})),
+		do(refusing, "POST", mmPath(otherID), token, validSend(t, "spring_sale").Body("16505551234")),
+		do(refusing, "POST", "/v23.0/106540352242924/messages", token, validSend(t, "spring_sale").Body("16505551234")),
+	}
+	codes := map[int]bool{}
+	for _, a := range answers {
+		codes[a.code] = true
+		if err := sp.Validate("GraphAPIError", a.body); err != nil {
+			t.Errorf("error answer does not match GraphAPIError: %v\n%s", err, a.body)
+		}
+		var e errorBody
+		json.Unmarshal(a.body, &e)
+		if !strings.HasPrefix(e.Error.Message, fmt.Sprintf("(#%d) ", a.code)) || e.Error.ErrorData == nil || e.Error.ErrorData.Details == "" {
+			t.Errorf("error without Meta's message/error_data: %s", a.body)
+		}
+	}
+	for _, c := range []int{33, 100, 131048, 131055, 131063, 134101, 134102} {
+		if !codes[c] {
+			t.Errorf("no answer with code %d was checked", c)
+		}
+	}
+}
+
+// The webhooks of held, dropped, capped and Marketing Messages API sends
+// are Meta's WebhookPayload.
+func TestConformanceAccountWebhooks(t *testing.T) {
+	sp := spec(t)
+	var hooks bytes.Buffer
+	s := New(Config{
+		Seed: 6, Rate: -1, PairInterval: -1, FailRate: 0.1, ReadRate: 0.5, HeldRate: 0.3, HeldFailRate: 0.5,
+		MarketingCapRate: 0.2, MMOnboarded: true, Definitions: FixtureDefinitions(), Webhooks: &hooks,
+	})
+	for i := range 200 {
+		v := validSend(t, []string{"spring_sale", "order_update", "login_code", "fall_coupon"}[i%4])
+		p := []string{path, "/v24.0/" + phoneID + "/messages"}[i%2]
+		if i%4 == 3 {
+			p = []string{mmPath(phoneID), "/v24.0/" + phoneID + "/marketing_messages"}[i%2]
+		}
+		if a := do(s, "POST", p, token, v.Body(fmt.Sprint(16505550000+i))); a.status != 200 {
+			t.Fatal(a)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, l := range lines(t, hooks.Bytes()) {
+		if err := sp.Validate("WebhookPayload", l); err != nil {
+			t.Errorf("webhook does not match WebhookPayload: %v\n%s", err, l)
+		}
+		w := parseWebhook(t, l)
+		st, _ := json.Marshal(w.whStatus)
+		if err := sp.Validate("Statuses", st); err != nil {
+			t.Errorf("status does not match Statuses: %v\n%s", err, st)
+		}
+		if w.Pricing != nil {
+			seen[w.Pricing.Category] = true
+		}
+		for _, e := range w.Errors {
+			seen[fmt.Sprint(e.Code)] = true
+		}
+	}
+	for _, want := range []string{"marketing", "marketing_lite", "utility", "authentication", "132015", "131049"} {
+		if !seen[want] {
+			t.Errorf("no webhook with %s was checked", want)
+		}
+	}
+}

@@ -28,21 +28,29 @@ type fate struct {
 	sentFirst bool // a failed message got a sent status first
 	read      bool // delivered messages: also read
 
+	held     bool // answered held_for_quality_assessment
+	heldFail bool // held, then dropped: failed 132015 and nothing else
+	capped   bool // a marketing message failed 131049 by the per-user cap
+
 	reorder   bool // emit this message's statuses in reverse order
 	duplicate int  // >= 0: index of a status emitted twice; -1 none
 
-	// offsets of the status timestamps from the moment of acceptance
+	// offsets of the status timestamps from the moment of acceptance; a
+	// held message's are later by its assessment
 	sentAfter, deliveredAfter, readAfter time.Duration
 }
 
 // rates are the fractions fate draws against, from Config.
 type rates struct {
 	transient, permanent, late, fail, read, duplicate, reorder float64
+	held, heldFail, capped                                     float64
 }
 
 // draw computes the fate of attempt n (1-based) of the message keyed by
-// (to, cbd).
-func draw(seed int64, to, cbd string, n int, r rates) fate {
+// (to, cbd), a template of category (lower case): authentication templates
+// are never held (Meta paces marketing and utility templates), and only
+// marketing templates meet the per-user marketing cap.
+func draw(seed int64, to, cbd string, n int, r rates, category string) fate {
 	h := fnv.New64a()
 	var b [8]byte
 	binary.LittleEndian.PutUint64(b[:], uint64(seed))
@@ -80,13 +88,24 @@ func draw(seed int64, to, cbd string, n int, r rates) fate {
 		f.outcome = accepted
 	}
 	f.duplicate = -1
-	if u(3) < r.fail {
+	// Draws 12 and up came later: the earlier ones keep their meaning, so
+	// a Config without the newer rates replays as before.
+	f.held = category != "authentication" && u(12) < r.held
+	f.heldFail = f.held && u(13) < r.heldFail
+	f.capped = category == "marketing" && u(15) < r.capped
+	switch {
+	case f.heldFail:
+		f.failCode = codePaused
+	case f.capped:
+		f.failCode = codeEngagement
+		f.sentFirst = true
+	case u(3) < r.fail:
 		f.failCode = codeEngagement
 		if u(4) < 0.5 {
 			f.failCode = codeUndeliverable
 			f.sentFirst = true
 		}
-	} else {
+	default:
 		f.read = u(5) < r.read
 	}
 	if u(6) < r.duplicate {
@@ -96,6 +115,14 @@ func draw(seed int64, to, cbd string, n int, r rates) fate {
 	f.sentAfter = time.Duration(u(9) * float64(time.Second))
 	f.deliveredAfter = f.sentAfter + time.Second + time.Duration(u(10)*float64(4*time.Second))
 	f.readAfter = f.deliveredAfter + 5*time.Second + time.Duration(u(11)*float64(115*time.Second))
+	if f.held {
+		// Meta decides within an hour (99th percentile); the sandbox within
+		// ten minutes.
+		d := time.Duration(u(14) * float64(10*time.Minute))
+		f.sentAfter += d
+		f.deliveredAfter += d
+		f.readAfter += d
+	}
 	return f
 }
 

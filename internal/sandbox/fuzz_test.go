@@ -78,3 +78,52 @@ func FuzzListTemplates(f *testing.F) {
 		}
 	})
 }
+
+// FuzzSendMarketing feeds arbitrary bodies to the Marketing Messages API,
+// onboarded and syncing: every answer is a success or a Graph error.
+func FuzzSendMarketing(f *testing.F) {
+	for _, v := range ValidSends() {
+		if len(v.Components) < 4096 {
+			f.Add(v.Body("16505551234"))
+		}
+	}
+	f.Add(`{"messaging_product":"whatsapp","to":"16505551234","type":"template","product_policy":7,"template":{"name":"spring_sale","language":{"code":"en_US"}}}`)
+	f.Add(`{"messaging_product":"whatsapp","to":"16505551234","type":"template","product_policy":"STRICT","message_activity_sharing":"yes"}`)
+	s := New(Config{Rate: -1, PairInterval: -1, MMOnboarded: true, MMSyncing: []string{"fall_coupon"}, HeldRate: 0.5, Definitions: FixtureDefinitions()})
+	defer s.Close()
+	f.Fuzz(func(t *testing.T, body string) {
+		a := do(s, http.MethodPost, mmPath(phoneID), token, body)
+		switch {
+		case a.status == 200 && a.wamid != "":
+		case a.status >= 400 && a.code != 0:
+		default:
+			t.Fatalf("unexpected answer %v", a)
+		}
+	})
+}
+
+// FuzzNumberFields feeds arbitrary query strings (Graph's fields syntax)
+// to GET /{phone-number-id}.
+func FuzzNumberFields(f *testing.F) {
+	for _, q := range []string{"", "fields=health_status", "fields=health_status{can_send_message,entities{errors}},throughput",
+		"fields=quality_rating.limit(2)", "fields=}},{", "fields=,,", "fields=nope"} {
+		f.Add(q)
+	}
+	s := New(Config{Numbers: map[string]NumberInfo{phoneID: {Health: HealthBlocked}}})
+	defer s.Close()
+	f.Fuzz(func(t *testing.T, query string) {
+		r := httptest.NewRequest(http.MethodGet, numberPath(phoneID), nil)
+		r.URL.RawQuery = query
+		r.Header.Set("Authorization", "Bearer "+token)
+		w := httptest.NewRecorder()
+		s.ServeHTTP(w, r)
+		a := decode(w.Code, w.Body.Bytes())
+		var n numberResp
+		switch {
+		case a.status == 200 && json.Unmarshal(a.body, &n) == nil && n.ID == phoneID:
+		case a.status == 400 && a.code == 100:
+		default:
+			t.Fatalf("unexpected answer %v", a)
+		}
+	})
+}

@@ -7,6 +7,16 @@
 // duplicated and out of order. It also lists its template definitions as
 // GET message_templates does.
 //
+// It rehearses the account rules of 2025–2026 as well (the team's fact
+// sheet on Meta's limits): a number's quality, throughput level, messaging
+// limit and health status read with GET /{phone-number-id}; numbers whose
+// every send answers an account error (131048, 131037, 33…); marketing
+// templates refused on Cloud API (131063); messages held for quality
+// assessment, some later dropped with 132015; the per-user marketing cap
+// (131049) in webhooks; the Marketing Messages API with its own errors and
+// the marketing_lite pricing category; and the X-Business-Use-Case-Usage
+// header of a business account whose call budget runs out.
+//
 // It serves three callers: the engine's tests, `bulksend run --sandbox`
 // (in process) and `bulksend sandbox` (a separate process on 127.0.0.1 for
 // rehearsals). Shapes follow Meta's documentation (the team's fact sheet,
@@ -25,7 +35,6 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"hash/fnv"
 	"hash/maphash"
 	"io"
 	"math/rand/v2"
@@ -127,7 +136,9 @@ type Config struct {
 	LateDelay time.Duration // 0 means 60s
 
 	// FailRate is the fraction of accepted messages whose webhooks end in
-	// failed (131049, or 131026 after a sent) instead of delivered.
+	// failed (131049, or 131026 after a sent) instead of delivered. It
+	// applies to the messages neither dropped after being held
+	// (HeldFailRate) nor capped (MarketingCapRate).
 	FailRate float64
 	// ReadRate is the fraction of delivered messages that are also read.
 	ReadRate float64
@@ -149,7 +160,8 @@ type Config struct {
 
 	// Accepted, if set, receives one JSON line per accepted message (wamid,
 	// phone_number_id, to, callback data, time, attempt, late, final
-	// status): the ground truth to reconcile against. Written like Webhooks.
+	// status, held, api, pricing category): the ground truth to reconcile
+	// against. Written like Webhooks.
 	//
 	// The sandbox keeps a small record per callback data (attempts,
 	// acceptances) for the life of the Server, to draw fates and count
@@ -161,16 +173,73 @@ type Config struct {
 	// "100000000000001".
 	WABAID string
 
-	// Now is the clock for rate limits and webhook timestamps; nil means
+	// Now is the clock for rate limits, webhook timestamps, template sync
+	// (MMSyncFor) and the call budget (RegainAccessMinutes); nil means
 	// time.Now. Delays (Latency, LateDelay) always use real time.
 	Now func() time.Time
+
+	// Numbers describes sender numbers by phone-number-id: what GET
+	// /{phone-number-id} reports (quality, throughput level, messaging
+	// limit, health status) and an account error every send from the
+	// number answers (NumberInfo.SendError). A number not listed is a
+	// healthy one (NumberInfo's zero value). PhoneNumberIDs, not Numbers,
+	// decides which numbers exist.
+	Numbers map[string]NumberInfo
+
+	// MarketingOffOnCloudAPI is the WABA setting
+	// disable_marketing_messages_on_cloud_api: a /messages send of a
+	// marketing template answers 131063 (HTTP 400).
+	MarketingOffOnCloudAPI bool
+
+	// HeldRate is the fraction of accepted messages (of marketing and
+	// utility templates: authentication templates are not paced) answered
+	// message_status "held_for_quality_assessment" instead of "accepted".
+	// HeldFailRate is the fraction of held messages later dropped: their
+	// only webhook is failed with 132015 (the template was paused). The
+	// others get their webhooks as any accepted message, later by up to
+	// ten minutes.
+	HeldRate, HeldFailRate float64
+
+	// MarketingCapRate is the fraction of accepted marketing messages whose
+	// webhooks are sent then failed 131049 (the per-user marketing cap). It
+	// is drawn before FailRate, which applies to the rest.
+	MarketingCapRate float64
+
+	// MMOnboarded says the WABA is onboarded to the Marketing Messages API
+	// (POST /{phone-number-id}/marketing_messages). When it is, its sends
+	// go out through that API: webhooks priced marketing_lite. When it is
+	// not, a send with product_policy STRICT answers 134102 (HTTP 500) and
+	// one with CLOUD_API_FALLBACK (the default) goes out through Cloud API:
+	// webhooks priced marketing, or 131063 if MarketingOffOnCloudAPI.
+	// Either way a non-marketing template answers 131055.
+	MMOnboarded bool
+	// MMSyncing names marketing templates still syncing with the ad
+	// account: while onboarded, their Marketing Messages API sends answer
+	// 134101 until MMSyncFor has passed since New (0 means 10 minutes, as
+	// Meta says; negative means for the Server's life).
+	MMSyncing []string
+	MMSyncFor time.Duration
+
+	// UsageAfter, if positive, makes every answer of the send endpoints
+	// carry X-Business-Use-Case-Usage for the WABA, as Graph reports a
+	// business account's call budget: call_count rising with the accepted
+	// sends, and once UsageAfter sends are accepted a spent budget
+	// (call_count 100) with estimated_time_to_regain_access counting down
+	// RegainAccessMinutes; then a new budget starts. With 0
+	// RegainAccessMinutes the budget stays spent, with 0 minutes to wait.
+	// Sends are still accepted while it is spent (Meta's header is a
+	// warning; the sandbox never answers 80007). 0 sends no header.
+	UsageAfter          int64
+	RegainAccessMinutes int
 }
 
 // Server is the fake Cloud API. It is an http.Handler serving
 //
-//	POST /{version}/{phone-number-id}/messages   (version optional, e.g. v23.0)
-//	GET  /{version}/{WABA-ID}/message_templates  Config.Definitions, filtered and paged
-//	GET  /_sandbox/stats                          Stats as JSON
+//	POST /{version}/{phone-number-id}/messages            (version optional, e.g. v23.0)
+//	POST /{version}/{phone-number-id}/marketing_messages  the Marketing Messages API
+//	GET  /{version}/{phone-number-id}                     the number's fields (Config.Numbers)
+//	GET  /{version}/{WABA-ID}/message_templates           Config.Definitions, filtered and paged
+//	GET  /_sandbox/stats                                   Stats as JSON
 //
 // It is safe for concurrent use. Close it to flush webhooks and release
 // late answers.
@@ -185,6 +254,11 @@ type Server struct {
 	defIndex  map[string]template.Definition // name + "\x00" + language, for sends
 	wabaID    string
 	nonce     uint32 // distinguishes wamids of different sandbox instances
+
+	start     time.Time       // Config.Now at New: MMSyncFor counts from it
+	syncNames map[string]bool // Config.MMSyncing
+	syncFor   time.Duration
+	budget    *budget // nil without Config.UsageAfter
 
 	numbers sync.Map // phone-number-id -> *number
 	known   bool     // PhoneNumberIDs restricts the numbers
@@ -231,10 +305,23 @@ func New(cfg Config) *Server {
 		rates: rates{
 			transient: cfg.TransientRate, permanent: cfg.PermanentRate, late: cfg.LateRate,
 			fail: cfg.FailRate, read: cfg.ReadRate, duplicate: cfg.DuplicateRate, reorder: cfg.ReorderRate,
+			held: cfg.HeldRate, heldFail: cfg.HeldFailRate, capped: cfg.MarketingCapRate,
 		},
+		syncNames: map[string]bool{},
+		syncFor:   cfg.MMSyncFor,
 	}
 	if s.now == nil {
 		s.now = time.Now
+	}
+	s.start = s.now()
+	if s.syncFor == 0 {
+		s.syncFor = defaultSyncFor
+	}
+	for _, name := range cfg.MMSyncing {
+		s.syncNames[name] = true
+	}
+	if cfg.UsageAfter > 0 {
+		s.budget = &budget{after: cfg.UsageAfter, regain: time.Duration(cfg.RegainAccessMinutes) * time.Minute}
 	}
 	if s.pair == 0 {
 		s.pair = 6 * time.Second
@@ -262,7 +349,13 @@ func New(cfg Config) *Server {
 	for i := range s.tallies {
 		s.tallies[i].m = map[string]*tally{}
 	}
-	s.stats.init()
+	var extra []int
+	for _, n := range cfg.Numbers {
+		if n.SendError != 0 {
+			extra = append(extra, n.SendError)
+		}
+	}
+	s.stats.init(extra)
 	if cfg.Webhooks != nil || cfg.WebhookURL != "" || cfg.Accepted != nil {
 		s.queue = make(chan emission, 4096)
 		s.emitter = newEmitter(cfg, &s.stats)
@@ -283,9 +376,7 @@ func (s *Server) newNumber(id string) *number {
 	case rate > 0:
 		limit = max(1, int(rate))
 	}
-	h := fnv.New32a()
-	h.Write([]byte(id))
-	return &number{id: id, limit: limit, display: fmt.Sprintf("1555%07d", h.Sum32()%10_000_000)}
+	return &number{id: id, limit: limit, display: displayOf(id)}
 }
 
 func (s *Server) number(id string) (*number, bool) {
@@ -334,7 +425,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	parts := strings.Split(path, "/")
 	version := ""
-	if len(parts) == 3 && isVersion(parts[0]) {
+	if isVersion(parts[0]) && (len(parts) == 3 || (len(parts) == 2 && isDigits(parts[1]))) {
 		version, parts = parts[0], parts[1:]
 	}
 	if len(parts) == 2 && parts[1] == "message_templates" {
@@ -346,15 +437,32 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.listTemplates(w, r, parts[0])
 		return
 	}
+	if len(parts) == 1 && isDigits(parts[0]) {
+		// Counted apart, like template reads.
+		s.stats.numberReads.Add(1)
+		if s.refuse(w, r, http.MethodGet) {
+			return
+		}
+		s.readNumber(w, r, parts[0])
+		return
+	}
 	s.stats.requests.Add(1)
-	if len(parts) != 2 || parts[1] != "messages" || !isDigits(parts[0]) {
+	a := messagesAPI
+	if len(parts) == 2 && parts[1] == "marketing_messages" {
+		a = marketingAPI
+		s.stats.mmRequests.Add(1)
+	}
+	if len(parts) != 2 || (parts[1] != "messages" && a != marketingAPI) || !isDigits(parts[0]) {
 		s.fail(w, unknownObject(strings.ToLower(r.Method), strings.Join(parts, "/")))
 		return
+	}
+	if s.budget != nil {
+		w = &usageWriter{ResponseWriter: w, s: s}
 	}
 	if s.refuse(w, r, http.MethodPost) {
 		return
 	}
-	s.send(w, r, version, parts[0])
+	s.send(w, r, version, parts[0], a)
 }
 
 // refuse answers a request with another method than method, or one
@@ -373,8 +481,9 @@ func (s *Server) refuse(w http.ResponseWriter, r *http.Request, method string) b
 	}
 }
 
-// send handles POST /{version}/{phone-number-id}/messages.
-func (s *Server) send(w http.ResponseWriter, r *http.Request, version, phoneID string) {
+// send handles POST /{version}/{phone-number-id}/messages and
+// /marketing_messages.
+func (s *Server) send(w http.ResponseWriter, r *http.Request, version, phoneID string, a api) {
 	if f := s.auth(r); f.code != 0 {
 		s.fail(w, f)
 		return
@@ -388,7 +497,13 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request, version, phoneID s
 	if err != nil {
 		return // the client went away
 	}
-	req, tmpl, f := s.parse(body)
+	req, tmpl, f := s.parse(body, a)
+	if f.code != 0 {
+		s.fail(w, f)
+		return
+	}
+	at := s.now()
+	rt, f := s.route(num.id, a, req, tmpl, at)
 	if f.code != 0 {
 		s.fail(w, f)
 		return
@@ -404,7 +519,6 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request, version, phoneID s
 	var (
 		ft      fate
 		attempt int
-		at      = s.now()
 	)
 	f = num.admit(at, waID, s.pair, func() bool {
 		shard.mu.Lock()
@@ -416,7 +530,7 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request, version, phoneID s
 		}
 		t.seen++
 		attempt = t.seen
-		ft = draw(s.cfg.Seed, waID, req.BizOpaqueCallbackData, attempt, s.rates)
+		ft = draw(s.cfg.Seed, waID, req.BizOpaqueCallbackData, attempt, s.rates, strings.ToLower(tmpl.Category))
 		if ft.outcome != accepted && ft.outcome != late {
 			return false
 		}
@@ -445,8 +559,22 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request, version, phoneID s
 	}
 
 	s.stats.accepted.Add(1)
+	if s.budget != nil {
+		s.budget.spend(at)
+	}
+	switch {
+	case rt.lite:
+		s.stats.mmLite.Add(1)
+	case rt.fallback:
+		s.stats.mmFallback.Add(1)
+	}
+	status := statusAccepted
+	if ft.held {
+		status = statusHeld
+		s.stats.held.Add(1)
+	}
 	wamid := s.wamid(waID)
-	s.emit(num, version, wamid, req, waID, tmpl, at, attempt, ft)
+	s.emit(num, version, wamid, req, waID, tmpl, rt, a, at, attempt, ft)
 
 	d := s.latency()
 	if ft.outcome == late {
@@ -459,7 +587,8 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request, version, phoneID s
 	resp, _ := json.Marshal(sendResponse{
 		MessagingProduct: "whatsapp",
 		Contacts:         []contactResp{{Input: req.To, WaID: waID}},
-		Messages:         []messageResp{{ID: wamid, MessageStatus: "accepted"}},
+		Messages:         []messageResp{{ID: wamid, MessageStatus: status}},
+		Success:          a == marketingAPI,
 	})
 	w.Header().Set("Content-Type", "application/json; charset=UTF-8")
 	w.Write(resp)
@@ -482,8 +611,10 @@ func (s *Server) auth(r *http.Request) failure {
 }
 
 // parse validates a send request the way the Cloud API does, in its order:
-// JSON, messaging_product, recipient, type, template.
-func (s *Server) parse(body []byte) (sendRequest, Template, failure) {
+// JSON, messaging_product, recipient, type, template. The Marketing
+// Messages API also checks product_policy and that the template is a
+// marketing one (131055), before its parameters.
+func (s *Server) parse(body []byte, a api) (sendRequest, Template, failure) {
 	var req sendRequest
 	if len(body) > 1<<20 {
 		return req, Template{}, invalidParam("Request body is larger than 1 MB.")
@@ -504,6 +635,8 @@ func (s *Server) parse(body []byte) (sendRequest, Template, failure) {
 		return req, Template{}, waError(codeBadValue, "Parameter value is not valid", fmt.Sprintf("Invalid phone number %q.", req.To))
 	case req.Type == "":
 		return req, Template{}, missingParam("type")
+	case req.Type != "template" && a == marketingAPI:
+		return req, Template{}, invalidParam(fmt.Sprintf("The Marketing Messages API sends template messages only, not %q.", req.Type))
 	case req.Type != "template":
 		return req, Template{}, waError(codeUnsupported, "Unsupported message type", fmt.Sprintf("The sandbox supports template messages only, not %q.", req.Type))
 	case utf8.RuneCountInString(req.BizOpaqueCallbackData) > 512:
@@ -515,12 +648,21 @@ func (s *Server) parse(body []byte) (sendRequest, Template, failure) {
 	case req.Template.Language == nil || req.Template.Language.Code == "":
 		return req, Template{}, missingParam("template.language.code")
 	}
+	if a == marketingAPI {
+		if f := marketingFields(&req); f.code != 0 {
+			return req, Template{}, f
+		}
+	}
 	name, lang := req.Template.Name, req.Template.Language.Code
 	if d, ok := s.definition(name, lang); ok {
+		category := cmp.Or(strings.ToLower(d.Category), "marketing")
+		if a == marketingAPI && category != "marketing" {
+			return req, Template{}, notMarketing(d.Name, category)
+		}
 		if f := check(d, req.Template); f.code != 0 {
 			return req, Template{}, f
 		}
-		return req, Template{Name: d.Name, Category: cmp.Or(strings.ToLower(d.Category), "marketing")}, failure{}
+		return req, Template{Name: d.Name, Category: category}, failure{}
 	}
 	params := 0
 	for _, c := range req.Template.Components {
@@ -534,6 +676,9 @@ func (s *Server) parse(body []byte) (sendRequest, Template, failure) {
 	for _, t := range s.templates[name] {
 		if len(t.Languages) > 0 && !slices.Contains(t.Languages, lang) {
 			continue
+		}
+		if a == marketingAPI && t.Category != "" && !strings.EqualFold(t.Category, "marketing") {
+			return req, Template{}, notMarketing(t.Name, t.Category)
 		}
 		if params != t.BodyParams {
 			return req, t, waError(codeParamCount, "Number of parameters does not match the expected number of params",

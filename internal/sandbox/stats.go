@@ -7,7 +7,7 @@ import (
 // Stats is a snapshot of what the sandbox has seen. It is also served as
 // JSON at GET /_sandbox/stats; fields are only ever added.
 type Stats struct {
-	Requests    int64 `json:"requests"`     // requests to the messages API (not /_sandbox/, not message_templates)
+	Requests    int64 `json:"requests"`     // requests to the messages and marketing_messages APIs (not /_sandbox/, message_templates or number reads)
 	Accepted    int64 `json:"accepted"`     // answered (or, when late, meant to answer) 200
 	Throttled   int64 `json:"throttled"`    // 130429 answers
 	PairLimited int64 `json:"pair_limited"` // 131056 answers
@@ -34,6 +34,26 @@ type Stats struct {
 	// TemplateReads counts requests to /{WABA-ID}/message_templates,
 	// refused ones included (their error codes are in Errors).
 	TemplateReads int64 `json:"template_reads"`
+	// NumberReads counts requests to /{phone-number-id} (the number's
+	// fields), refused ones included.
+	NumberReads int64 `json:"number_reads"`
+
+	// Held counts accepted messages answered held_for_quality_assessment;
+	// HeldFailed those of them later dropped (failed, 132015). Both are
+	// also in Accepted, HeldFailed also in Failed.
+	Held       int64 `json:"held"`
+	HeldFailed int64 `json:"held_failed"`
+	// MarketingCapped counts messages failed 131049 by MarketingCapRate
+	// (also in Failed; FailRate's 131049s are not counted here).
+	MarketingCapped int64 `json:"marketing_capped"`
+
+	// MarketingRequests counts requests to /marketing_messages (also in
+	// Requests). Of those accepted, MarketingLite went out through the
+	// Marketing Messages API and MarketingFallback through Cloud API
+	// (CLOUD_API_FALLBACK while not onboarded); both are also in Accepted.
+	MarketingRequests int64 `json:"marketing_requests"`
+	MarketingLite     int64 `json:"marketing_lite"`
+	MarketingFallback int64 `json:"marketing_fallback"`
 }
 
 // counters are the live values behind Stats; all atomic, so the hot path
@@ -43,14 +63,20 @@ type counters struct {
 	duplicates, late                           atomic.Int64
 	delivered, read, failed                    atomic.Int64
 	webhooks, whDuplicates, whReordered        atomic.Int64
-	whPostErrors, templateReads                atomic.Int64
-	errors                                     map[int]*atomic.Int64 // fixed keys: knownCodes
+	whPostErrors, templateReads, numberReads   atomic.Int64
+	held, heldFailed, capped                   atomic.Int64
+	mmRequests, mmLite, mmFallback             atomic.Int64
+	errors                                     map[int]*atomic.Int64 // fixed keys: knownCodes and extra
 }
 
-func (c *counters) init() {
-	c.errors = make(map[int]*atomic.Int64, len(knownCodes))
-	for _, code := range knownCodes {
-		c.errors[code] = new(atomic.Int64)
+// init makes the error counters: one per known code and per extra code
+// (the configured SendErrors).
+func (c *counters) init(extra []int) {
+	c.errors = make(map[int]*atomic.Int64, len(knownCodes)+len(extra))
+	for _, code := range append(knownCodes[:len(knownCodes):len(knownCodes)], extra...) {
+		if c.errors[code] == nil {
+			c.errors[code] = new(atomic.Int64)
+		}
 	}
 }
 
@@ -75,6 +101,13 @@ func (s *Server) Stats() Stats {
 		WebhookReordered:  c.whReordered.Load(),
 		WebhookPostErrors: c.whPostErrors.Load(),
 		TemplateReads:     c.templateReads.Load(),
+		NumberReads:       c.numberReads.Load(),
+		Held:              c.held.Load(),
+		HeldFailed:        c.heldFailed.Load(),
+		MarketingCapped:   c.capped.Load(),
+		MarketingRequests: c.mmRequests.Load(),
+		MarketingLite:     c.mmLite.Load(),
+		MarketingFallback: c.mmFallback.Load(),
 	}
 	for code, n := range c.errors {
 		if v := n.Load(); v > 0 {

@@ -26,12 +26,18 @@ type emission struct {
 // emit decides and serialises the status webhooks of an accepted message
 // and queues them for the emitter. Serialising here, in the request's
 // goroutine, keeps the single emitter goroutine cheap.
-func (s *Server) emit(num *number, version, wamid string, req sendRequest, waID string, tmpl Template, at time.Time, attempt int, ft fate) {
+func (s *Server) emit(num *number, version, wamid string, req sendRequest, waID string, tmpl Template, rt route, a api, at time.Time, attempt int, ft fate) {
 	final := "delivered"
 	switch {
 	case ft.failCode != 0:
 		final = "failed"
 		s.stats.failed.Add(1)
+		switch {
+		case ft.heldFail:
+			s.stats.heldFailed.Add(1)
+		case ft.capped:
+			s.stats.capped.Add(1)
+		}
 	case ft.read:
 		final = "read"
 		s.stats.delivered.Add(1)
@@ -51,16 +57,18 @@ func (s *Server) emit(num *number, version, wamid string, req sendRequest, waID 
 		return st
 	}
 	// Pricing comes with sent and with the first of delivered/read; so does
-	// the conversation, on API versions before v24.0 (fact sheet §5).
+	// the conversation, on API versions before v24.0 (fact sheet §5). Its
+	// category is the template's, or marketing_lite for a message the
+	// Marketing Messages API sent.
 	billed := func(st whStatus) whStatus {
-		st.Pricing = &whPricing{Billable: true, PricingModel: "PMP", Type: "regular", Category: tmpl.Category}
+		st.Pricing = &whPricing{Billable: true, PricingModel: "PMP", Type: "regular", Category: rt.category}
 		if versionBefore24(version) {
 			h := fnv.New128a()
 			h.Write([]byte(wamid))
 			st.Conversation = &whConversation{
 				ID:                  hex.EncodeToString(h.Sum(nil)),
 				ExpirationTimestamp: strconv.FormatInt(at.Add(24*time.Hour).Unix(), 10),
-				Origin:              whOrigin{Type: tmpl.Category},
+				Origin:              whOrigin{Type: rt.category},
 			}
 		}
 		return st
@@ -120,6 +128,9 @@ func (s *Server) emit(num *number, version, wamid string, req sendRequest, waID 
 			Attempt:               attempt,
 			Late:                  ft.outcome == late,
 			Final:                 final,
+			Held:                  ft.held,
+			API:                   a.record(),
+			Pricing:               rt.category,
 		})
 	}
 

@@ -19,6 +19,13 @@ type sendRequest struct {
 	Type                  string          `json:"type"`
 	BizOpaqueCallbackData string          `json:"biz_opaque_callback_data"`
 	Template              *templateObject `json:"template"`
+
+	// The Marketing Messages API's own fields (OpenAPI
+	// MarketingMessageRequestPayload), kept raw: /messages ignores them,
+	// as Meta ignores fields it does not process, whatever their type.
+	RawProductPolicy          json.RawMessage `json:"product_policy"`
+	RawMessageActivitySharing json.RawMessage `json:"message_activity_sharing"`
+	ProductPolicy             string          `json:"-"` // decoded for /marketing_messages
 }
 
 type templateObject struct {
@@ -77,10 +84,14 @@ type fallbackParam struct {
 	FallbackValue string `json:"fallback_value"`
 }
 
+// sendResponse is a send's answer: MessageResponsePayload, or
+// MarketingMessageResponsePayload with Success set (the endpoint's example
+// in Meta's document has a top-level "success": true).
 type sendResponse struct {
 	MessagingProduct string        `json:"messaging_product"`
 	Contacts         []contactResp `json:"contacts"`
 	Messages         []messageResp `json:"messages"`
+	Success          bool          `json:"success,omitempty"`
 }
 
 type contactResp struct {
@@ -90,8 +101,14 @@ type contactResp struct {
 
 type messageResp struct {
 	ID            string `json:"id"`
-	MessageStatus string `json:"message_status"`
+	MessageStatus string `json:"message_status"` // accepted or held_for_quality_assessment
 }
+
+// messages[].message_status values (OpenAPI MessageStatus).
+const (
+	statusAccepted = "accepted"
+	statusHeld     = "held_for_quality_assessment"
+)
 
 type errorBody struct {
 	Error apiError `json:"error"`
@@ -128,6 +145,7 @@ type failure struct {
 // Error codes the sandbox answers or reports in webhooks.
 const (
 	codeService       = 2      // API Service: temporary downtime or overload (HTTP 503)
+	codeNumberDeleted = 33     // the business phone number was deleted
 	codeInvalidParam  = 100    // invalid parameter
 	codeToken         = 190    // access token expired or invalid (HTTP 401)
 	codePermission    = 200    // "No access token was provided" (HTTP 403)
@@ -137,9 +155,13 @@ const (
 	codeBadValue      = 131009
 	codeUnavailable   = 131016 // service unavailable (HTTP 500 or 503)
 	codeUndeliverable = 131026 // message undeliverable
+	codeDisplayName   = 131037 // a 555 number without an approved display name
+	codeSpamRate      = 131048 // the number is restricted for spam
 	codeEngagement    = 131049 // per-user marketing limit; asynchronous only
 	codeUnsupported   = 131051
+	codeNotMarketing  = 131055 // Marketing Messages API: not a marketing template
 	codePairLimited   = 131056
+	codeMarketingOff  = 131063 // marketing templates disabled on Cloud API for the WABA
 	codeParamCount    = 132000
 	codeNoTemplate    = 132001 // HTTP 404
 	codeTooLong       = 132005 // hydrated text too long
@@ -147,6 +169,8 @@ const (
 	codePaused        = 132015
 	codeDisabled      = 132016
 	codeParamIssue    = 132018 // new line, tab, 5 spaces; codes over 15 characters
+	codeSyncing       = 134101 // Marketing Messages API: template still syncing
+	codeMMUnavailable = 134102 // Marketing Messages API: not onboarded or template not eligible (HTTP 500)
 )
 
 // knownCodes lists every code an answer can carry, so Stats can keep one
@@ -156,6 +180,8 @@ var knownCodes = []int{
 	codeUnknown, codeMissingParam, codeBadValue, codeUnavailable, codeUndeliverable,
 	codeUnsupported, codePairLimited, codeParamCount, codeNoTemplate,
 	codeTooLong, codeParamFormat, codePaused, codeDisabled, codeParamIssue,
+	codeNumberDeleted, codeDisplayName, codeSpamRate, codeNotMarketing, codeMarketingOff,
+	codeSyncing, codeMMUnavailable,
 }
 
 // waError builds a WhatsApp-level error; the HTTP statuses are those of the
@@ -163,7 +189,7 @@ var knownCodes = []int{
 func waError(code int, title, details string) failure {
 	status := http.StatusBadRequest
 	switch code {
-	case codeUnknown, codeUnavailable:
+	case codeUnknown, codeUnavailable, codeMMUnavailable:
 		status = http.StatusInternalServerError
 	case codeNoTemplate:
 		status = http.StatusNotFound
@@ -296,6 +322,17 @@ var asyncErrors = map[int]whError{
 		ErrorData: whErrorData{Details: "Message Undeliverable."},
 		Href:      errorHref,
 	},
+	// A held message dropped because its template was paused during
+	// pacing (Meta's template pacing page: "Each held message will be
+	// dropped and trigger a messages webhook with status failed and code
+	// 132015").
+	codePaused: {
+		Code:      codePaused,
+		Title:     "Template is Paused",
+		Message:   "Template is Paused",
+		ErrorData: whErrorData{Details: "The message was held for quality assessment and dropped: its template was paused because of low quality."},
+		Href:      errorHref,
+	},
 }
 
 // acceptedRecord is one line of Config.Accepted.
@@ -310,4 +347,12 @@ type acceptedRecord struct {
 	Attempt               int    `json:"attempt"` // 1 for the first request of this message that reached a verdict
 	Late                  bool   `json:"late,omitempty"`
 	Final                 string `json:"final"` // last status its webhooks report: delivered, read or failed
+	// Held: answered held_for_quality_assessment.
+	Held bool `json:"held,omitempty"`
+	// API is "marketing_messages" for a send to /marketing_messages, ""
+	// for /messages.
+	API string `json:"api,omitempty"`
+	// Pricing is the pricing category of its webhooks (marketing,
+	// marketing_lite, utility, authentication).
+	Pricing string `json:"pricing_category,omitempty"`
 }
