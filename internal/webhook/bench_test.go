@@ -173,6 +173,11 @@ type refBody struct {
 						Code  int    `json:"code"`
 						Title string `json:"title"`
 					} `json:"errors"`
+					Pricing *struct {
+						Category string `json:"category"`
+						Type     string `json:"type"`
+						Billable *bool  `json:"billable"`
+					} `json:"pricing"`
 				} `json:"statuses"`
 			} `json:"value"`
 		} `json:"changes"`

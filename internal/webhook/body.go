@@ -19,8 +19,10 @@ const (
 //
 // Each status is written with its string unix timestamp (a zero Timestamp
 // as "0"), its recipient_id, its biz_opaque_callback_data if not empty, and
-// an errors[] entry if ErrorCode or ErrorTitle is set. Like Meta, Body adds
-// conversation and pricing objects to "sent" and "delivered" statuses.
+// an errors[] entry if ErrorCode or ErrorTitle is set. A status with a
+// Pricing gets that pricing object (pricing_model PMP) and a conversation
+// of its category; like Meta, Body adds them to "sent" and "delivered"
+// statuses without one, as a billable regular marketing message.
 // PhoneNumberID and Line of s are ignored.
 func Body(phoneNumberID string, s ...Status) []byte {
 	statuses := make([]wireStatus, len(s))
@@ -36,13 +38,20 @@ func Body(phoneNumberID string, s ...Status) []byte {
 			RecipientID:  st.RecipientID,
 			CallbackData: st.CallbackData,
 		}
-		if st.Status == "sent" || st.Status == "delivered" {
+		p := st.Pricing
+		if p == (Pricing{}) && (st.Status == "sent" || st.Status == "delivered") {
+			p = defaultPricing
+		}
+		if p != (Pricing{}) {
 			w.Conversation = &wireConversation{
 				ID:         "c" + st.WAMID,
 				Expiration: strconv.FormatInt(ts+int64(24*time.Hour/time.Second), 10),
-				Origin:     wireOrigin{Type: "marketing"},
+				Origin:     wireOrigin{Type: p.Category},
 			}
-			w.Pricing = &wirePricing{Billable: true, Model: "PMP", Type: "regular", Category: "marketing"}
+			w.Pricing = &wirePricing{Model: "PMP", Type: p.Type, Category: p.Category}
+			if p.HasBillable {
+				w.Pricing.Billable = &p.Billable
+			}
 		}
 		if st.ErrorCode != 0 || st.ErrorTitle != "" {
 			w.Errors = []wireError{{
@@ -74,6 +83,10 @@ func Body(phoneNumberID string, s ...Status) []byte {
 	}
 	return b
 }
+
+// defaultPricing is the pricing Body gives sent and delivered statuses
+// without one.
+var defaultPricing = Pricing{Category: "marketing", Type: "regular", Billable: true, HasBillable: true}
 
 // The wire shape of a status webhook (Meta's WebhookPayload schema).
 type (
@@ -117,10 +130,10 @@ type (
 		Type string `json:"type"`
 	}
 	wirePricing struct {
-		Billable bool   `json:"billable"`
+		Billable *bool  `json:"billable,omitempty"`
 		Model    string `json:"pricing_model"`
-		Type     string `json:"type"`
-		Category string `json:"category"`
+		Type     string `json:"type,omitempty"`
+		Category string `json:"category,omitempty"`
 	}
 	wireError struct {
 		Code    int           `json:"code"`

@@ -28,6 +28,12 @@ func TestBody(t *testing.T) {
 		{"strings that need escaping", []Status{{WAMID: "wamid.\"<&>\\", Status: "read", Timestamp: ts, RecipientID: "1",
 			CallbackData: "café \u2028 \x01 😀"}}},
 		{"no statuses", nil},
+		{"Marketing Messages API pricing", []Status{{WAMID: "wamid.3", Status: "delivered", Timestamp: ts, RecipientID: "1",
+			Pricing: Pricing{Category: "marketing_lite", Billable: true, HasBillable: true}}}},
+		{"free service message, billable not said", []Status{{WAMID: "wamid.4", Status: "sent", Timestamp: ts, RecipientID: "1",
+			Pricing: Pricing{Category: "service", Type: "free_customer_service"}}}},
+		{"pricing on read", []Status{{WAMID: "wamid.5", Status: "read", Timestamp: ts, RecipientID: "1",
+			Pricing: Pricing{Category: "utility", Type: "regular", HasBillable: true}}}},
 	}
 	spec, err := oas.Load()
 	if err != nil {
@@ -49,6 +55,9 @@ func TestBody(t *testing.T) {
 			var want []Status
 			for _, s := range tt.statuses {
 				s.PhoneNumberID, s.Line = pnid, 1
+				if s.Pricing == (Pricing{}) && (s.Status == "sent" || s.Status == "delivered") {
+					s.Pricing = marketing // what Body adds
+				}
 				want = append(want, s)
 			}
 			if !slices.Equal(got, want) {

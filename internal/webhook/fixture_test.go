@@ -21,15 +21,16 @@ func TestFixtures(t *testing.T) {
 		wam5 = "wamid.HBgLMTIwMzYzMjE5NjIVAgARGBJHSDEyMzQ1Njc4OTBBQkNERUYA"
 	)
 	at := func(sec int64) time.Time { return time.Unix(sec, 0).UTC() }
+	group := Pricing{Category: "group_marketing", Type: "regular", Billable: true, HasBillable: true}
 	want := []Status{
-		{WAMID: wam1, Status: "sent", Timestamp: at(1750030073), RecipientID: "16505551234", CallbackData: "bulksend:01J9ZK3X8W2Q:1", PhoneNumberID: pnid, Line: 1},
-		{WAMID: wam1, Status: "delivered", Timestamp: at(1750030075), RecipientID: "16505551234", CallbackData: "bulksend:01J9ZK3X8W2Q:1", PhoneNumberID: pnid, Line: 2},
+		{WAMID: wam1, Status: "sent", Timestamp: at(1750030073), RecipientID: "16505551234", CallbackData: "bulksend:01J9ZK3X8W2Q:1", PhoneNumberID: pnid, Pricing: marketing, Line: 1},
+		{WAMID: wam1, Status: "delivered", Timestamp: at(1750030075), RecipientID: "16505551234", CallbackData: "bulksend:01J9ZK3X8W2Q:1", PhoneNumberID: pnid, Pricing: marketing, Line: 2},
 		{WAMID: wam1, Status: "read", Timestamp: at(1750030190), RecipientID: "16505551234", CallbackData: "bulksend:01J9ZK3X8W2Q:1", PhoneNumberID: pnid, Line: 3},
 		{WAMID: wam2, Status: "failed", Timestamp: at(1750030080), RecipientID: "16505551235", CallbackData: "bulksend:01J9ZK3X8W2Q:2", PhoneNumberID: pnid, Line: 4,
 			ErrorCode: 131049, ErrorTitle: "This message was not delivered to maintain healthy ecosystem engagement."},
-		{WAMID: wam3, Status: "delivered", Timestamp: at(1750030500), RecipientID: "16505551236", CallbackData: "bulksend:01J9ZK3X8W2Q:3", PhoneNumberID: pnid, Line: 8},
+		{WAMID: wam3, Status: "delivered", Timestamp: at(1750030500), RecipientID: "16505551236", CallbackData: "bulksend:01J9ZK3X8W2Q:3", PhoneNumberID: pnid, Pricing: marketing, Line: 8},
 		{WAMID: wam4, Status: "read", Timestamp: at(1750030501), RecipientID: "16505551237", CallbackData: "bulksend:01J9ZK3X8W2Q:4", PhoneNumberID: pnid, Line: 8},
-		{WAMID: wam5, Status: "sent", Timestamp: at(1750030600), RecipientID: "120363219621234567@g.us", PhoneNumberID: pnid, Line: 9},
+		{WAMID: wam5, Status: "sent", Timestamp: at(1750030600), RecipientID: "120363219621234567@g.us", PhoneNumberID: pnid, Pricing: group, Line: 9},
 		{WAMID: wam1, Status: "played", Timestamp: at(1750030700), RecipientID: "16505551234", PhoneNumberID: pnid, Line: 10},
 	}
 	wantCounts := Counts{Lines: 10, Bodies: 7, Statuses: 8, NotStatus: 3, FirstNotStatus: []int{5, 6, 7}}

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/bulksend/bulksend/internal/campaign"
 )
 
 // seeds are records for the fuzz corpora: real bodies and the edge cases
@@ -20,6 +22,10 @@ func seeds() []string {
 		hook(st("w1", "failed", `"errors":[null,{"code":131026,"title":"t"}]`)),
 		hook(`{"\u0069d":"wamid.\u0041B\"C","status":"se\u006et","timestamp":"\u0031750030073","biz_opaque_callback_data":"\ud83d\ude00 \ud800 caf\u00e9"}`),
 		hook(`{"id":"a","id":"w1","status":"sent","timestamp":1750030073}`),
+		hook(st("w1", "delivered", `"pricing":{"billable":false,"pricing_model":"PMP","type":"free_customer_service","category":"marketing_lite"}`),
+			st("w2", "sent", `"pricing":{"category":"utility","billable":"x","category":7,"type":null}`),
+			st("w3", "read", `"pricing":["marketing"]`), st("w4", "sent", `"pricing":{"billable":null,"category":"m\u0061rketing"},"pricing":null`)),
+		hook(st("w1", "failed", `"errors":[{"code":131049,"title":"t"}]`, `"pricing":{"billable":true}`)),
 		`{"entry":5,"entry":[{"changes":[{"value":{"statuses":[`+st("x", "sent")+`],"metadata":{"phone_number_id":"A"}}}]}]}`,
 		`{"entry":[null,{"changes":null},{"changes":[null,{"value":null}]}]}`,
 		incoming, templateUpdate, errorsOnly,
@@ -310,7 +316,29 @@ func FuzzParse(f *testing.F) {
 		if k == kindStatus && !slices.Equal(s.out, want) {
 			t.Fatalf("parse found\n %v\nreference\n %v\n%q", s.out, want, rec)
 		}
+		for _, st := range s.out {
+			checkReconcile(t, st)
+		}
 	})
+}
+
+// checkReconcile checks what reconcile reads of st: its pricing, billable
+// nil when not said, and the marketing-cap reason exactly for a failed
+// status of code 131049.
+func checkReconcile(t *testing.T, st Status) {
+	t.Helper()
+	rs := st.reconcile()
+	p := rs.Price
+	if p.Category != st.Pricing.Category || p.Type != st.Pricing.Type || (p.Billable != nil) != st.Pricing.HasBillable ||
+		p.Billable != nil && *p.Billable != st.Pricing.Billable || !st.Pricing.HasBillable && st.Pricing.Billable {
+		t.Fatalf("pricing %+v reads as %+v (billable %s)", st.Pricing, p, billable(p))
+	}
+	if capped := st.Status == "failed" && st.ErrorCode == 131049; capped != (rs.ErrorReason == campaign.FailMarketingCap) || !capped && rs.ErrorReason != "" {
+		t.Fatalf("status %q code %d has reason %q", st.Status, st.ErrorCode, rs.ErrorReason)
+	}
+	if rs.WAMID != st.WAMID || rs.Status != st.Status || rs.Sender != st.PhoneNumberID || rs.ErrorCode != st.ErrorCode {
+		t.Fatalf("%+v reads as %+v", st, rs)
+	}
 }
 
 // TestParseDepth checks nesting at and over encoding/json's limit of 10000

@@ -701,7 +701,8 @@ func (s *scanner) optText() (string, bool) {
 func (s *scanner) status() bool {
 	s.enter()
 	var st Status
-	var id, rid, cb span // in s.strs: one allocation makes the three strings
+	var id, rid, cb span // in s.strs: one allocation makes their strings and pricing's
+	var pr pricing
 	var tsOK bool
 	idOK, stOK, ridOK, cbOK, errOK := true, true, true, true, true
 	s.strs = s.strs[:0]
@@ -723,6 +724,8 @@ func (s *scanner) status() bool {
 			cb, cbOK = s.optSpan()
 		case "errors":
 			st.ErrorCode, st.ErrorTitle, errOK = s.errors()
+		case "pricing":
+			pr = s.pricing()
 		default:
 			s.skip()
 		}
@@ -735,6 +738,10 @@ func (s *scanner) status() bool {
 	st.WAMID = all[id.off : id.off+id.n]
 	st.RecipientID = all[rid.off : rid.off+rid.n]
 	st.CallbackData = all[cb.off : cb.off+cb.n]
+	st.Pricing = Pricing{
+		Category: pr.category.in(all), Type: pr.typ.in(all),
+		Billable: pr.billable, HasBillable: pr.hasBillable,
+	}
 	st.Line = s.line
 	s.out = append(s.out, st)
 	return true
@@ -742,6 +749,111 @@ func (s *scanner) status() bool {
 
 // span is a string decoded into s.strs.
 type span struct{ off, n int }
+
+// pricing is a status's pricing object.
+type pricing struct {
+	category, typ         word
+	billable, hasBillable bool
+}
+
+// word is a string of a small vocabulary (pricing categories and types):
+// one of its usual values, or a span of s.strs.
+type word struct {
+	known string
+	sp    span
+}
+
+// in returns w, its span taken from all.
+func (w word) in(all string) string {
+	if w.known != "" {
+		return w.known
+	}
+	return all[w.sp.off : w.sp.off+w.sp.n]
+}
+
+// optWord is optSpan with the usual pricing categories and types interned,
+// so that they cost no bytes of the status's string.
+func (s *scanner) optWord() (word, bool) {
+	if s.peek() != '"' {
+		sp, ok := s.optSpan()
+		return word{sp: sp}, ok
+	}
+	raw, esc := s.str()
+	if esc {
+		raw = s.unquote(raw)
+	}
+	switch string(raw) {
+	case "marketing":
+		return word{known: "marketing"}, true
+	case "marketing_lite":
+		return word{known: "marketing_lite"}, true
+	case "utility":
+		return word{known: "utility"}, true
+	case "authentication":
+		return word{known: "authentication"}, true
+	case "authentication-international":
+		return word{known: "authentication-international"}, true
+	case "service":
+		return word{known: "service"}, true
+	case "regular":
+		return word{known: "regular"}, true
+	case "free_customer_service":
+		return word{known: "free_customer_service"}, true
+	case "free_entry_point":
+		return word{known: "free_entry_point"}, true
+	}
+	sp := span{len(s.strs), len(raw)}
+	s.strs = append(s.strs, raw...)
+	return word{sp: sp}, true
+}
+
+// pricing decodes statuses[].pricing. Anything but an object whose
+// category and type are strings and billable a boolean (each may be absent
+// or null) is no pricing, not an error: it says how the message was
+// billed, not what happened to it. As everywhere, the last of repeated
+// keys wins.
+func (s *scanner) pricing() pricing {
+	if s.peek() != '{' {
+		s.skip()
+		return pricing{}
+	}
+	s.enter()
+	var p pricing
+	catOK, typOK, billOK := true, true, true
+	for more := s.first('}'); more; more = s.next('}') {
+		k := s.key()
+		if s.syntax {
+			return pricing{}
+		}
+		switch string(k) {
+		case "category":
+			p.category, catOK = s.optWord()
+		case "type":
+			p.typ, typOK = s.optWord()
+		case "billable":
+			p.billable, p.hasBillable, billOK = false, false, true
+			switch s.peek() {
+			case 't':
+				s.lit("true")
+				p.billable, p.hasBillable = true, true
+			case 'f':
+				s.lit("false")
+				p.hasBillable = true
+			case 'n':
+				s.lit("null")
+			default:
+				s.skip()
+				billOK = false
+			}
+		default:
+			s.skip()
+		}
+	}
+	if !catOK || !typOK || !billOK {
+		return pricing{}
+	}
+	return p
+}
 
 // optSpan is optText decoding into s.strs.
 func (s *scanner) optSpan() (span, bool) {

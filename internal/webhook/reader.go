@@ -43,7 +43,17 @@ type Status struct {
 	PhoneNumberID string    // value.metadata.phone_number_id of the change it came in ("" if absent)
 	ErrorCode     int       // code of the first statuses[].errors[] entry, 0 if none
 	ErrorTitle    string    // title of the same entry, "" if none
+	Pricing       Pricing   // statuses[].pricing, zero if absent (see Reader)
 	Line          int       // number of its body: see Reader
+}
+
+// Pricing is a status's pricing object: how Meta bills the message. Meta
+// sends one with the sent status and with one of delivered or read.
+type Pricing struct {
+	Category    string // pricing.category: marketing, marketing_lite, utility, authentication, service, …; "" if absent
+	Type        string // pricing.type: regular, free_customer_service, free_entry_point, …; "" if absent
+	Billable    bool   // pricing.billable, when HasBillable
+	HasBillable bool   // pricing.billable is present (Meta says it will be deprecated)
 }
 
 // Counts says what a Reader has seen so far.
@@ -134,7 +144,10 @@ const (
 // sends it, or an integer); "recipient_id", "biz_opaque_callback_data" and
 // errors[].title must be strings and errors[].code an integer when present.
 // One malformed status makes its whole record invalid: none of its statuses
-// is returned. Keys are matched exactly; when a key repeats, the last one
+// is returned. "pricing" is the exception: when it is not an object whose
+// category and type are strings and billable a boolean (each may be absent
+// or null), the status is read without it, as it says how the message was
+// billed, not what happened to it. Keys are matched exactly; when a key repeats, the last one
 // wins, as in encoding/json. Unknown fields, whatever their content, are
 // skipped.
 //

@@ -37,6 +37,9 @@ func hook(statuses ...string) string {
 		`"statuses":[` + strings.Join(statuses, ",") + `]},"field":"messages"}]}]}`
 }
 
+// marketing is the pricing of a regular marketing message.
+var marketing = Pricing{Category: "marketing", Type: "regular", Billable: true, HasBillable: true}
+
 // want is the Status st(id, status) decodes to, found on line.
 func want(id, status string, line int) Status {
 	return Status{WAMID: id, Status: status, Timestamp: t0, RecipientID: "16505551234", PhoneNumberID: pnid, Line: line}
@@ -393,7 +396,7 @@ func TestReader(t *testing.T) {
 				st("w1", "sent", `"conversation":{"id":"c","expiration_timestamp":"1750116480","origin":{"type":"marketing"}}`,
 					`"pricing":{"billable":true,"pricing_model":"PMP","type":"regular","category":"marketing"}`, `"n":[{},[],{"":""}]`) +
 				`],"extra":{"statuses":"not these"}}}]}],"z":null}`),
-			want:  []Status{w1},
+			want:  []Status{with(w1, func(s *Status) { s.Pricing = marketing })},
 			count: Counts{Lines: 1, Bodies: 1, Statuses: 1},
 		},
 		{

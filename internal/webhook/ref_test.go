@@ -104,6 +104,7 @@ func refStatus(v any) (Status, bool) {
 	if !ok1 || !ok2 || !ok3 || !ok4 || !ok5 || st.WAMID == "" || st.Status == "" {
 		return Status{}, false
 	}
+	st.Pricing = refPricing(m["pricing"])
 	errs, ok := optArray(m["errors"])
 	if !ok {
 		return Status{}, false
@@ -138,6 +139,30 @@ func refStatus(v any) (Status, bool) {
 		}
 	}
 	return st, true
+}
+
+// refPricing: an object whose category and type are strings and billable a
+// boolean, each optional; anything else is no pricing.
+func refPricing(v any) Pricing {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return Pricing{}
+	}
+	var p Pricing
+	var ok1, ok2 bool
+	p.Category, ok1 = optString(m["category"])
+	p.Type, ok2 = optString(m["type"])
+	if !ok1 || !ok2 {
+		return Pricing{}
+	}
+	switch b := m["billable"].(type) {
+	case nil:
+	case bool:
+		p.Billable, p.HasBillable = b, true
+	default:
+		return Pricing{}
+	}
+	return p
 }
 
 // refTime: unix seconds as a string of digits or a JSON integer, up to

@@ -1,6 +1,10 @@
 // Package whatsapp is the Cloud API client: it turns a campaign.Message into
-// the wire request Meta documents, and Meta's answers into a wamid or a
-// *campaign.SendError classified by Meta's error-code table (errors.go).
+// the wire request Meta documents, and Meta's answers into a
+// campaign.Receipt or a *campaign.SendError classified by Meta's error-code
+// table (errors.go). It sends through Cloud API's /messages or the
+// Marketing Messages API's /marketing_messages (Client.API), reads a
+// sender number's health and limits for a preflight (phone.go) and a
+// template's definition (templates.go).
 package whatsapp
 
 import (
@@ -24,6 +28,25 @@ import (
 // DefaultVersion is the Graph API version put in the path.
 const DefaultVersion = "v23.0"
 
+// The APIs a Client sends through (Client.API).
+const (
+	// APIMessages is Cloud API's POST /{phone-number-id}/messages.
+	APIMessages = "messages"
+	// APIMarketing is the Marketing Messages API for WhatsApp's POST
+	// /{phone-number-id}/marketing_messages: marketing templates only, same
+	// payload plus product_policy.
+	APIMarketing = "marketing"
+)
+
+// The product policies of the Marketing Messages API (Client.ProductPolicy).
+const (
+	// PolicyFallback sends through Cloud API when the business is not
+	// onboarded to the Marketing Messages API (Meta's default).
+	PolicyFallback = "CLOUD_API_FALLBACK"
+	// PolicyStrict refuses the message instead.
+	PolicyStrict = "STRICT"
+)
+
 // Client sends template messages. It is safe for concurrent use; its
 // fields must not change after the first Send.
 type Client struct {
@@ -35,6 +58,16 @@ type Client struct {
 	// Mapping fills the template from a message's Params; nil sends the
 	// Params as the body's positional parameters.
 	Mapping *template.Mapping
+	// API is APIMessages or APIMarketing; "" means APIMessages. Any other
+	// value fails every Send as Fatal.
+	API string
+	// ProductPolicy is the Marketing Messages API's product_policy:
+	// PolicyFallback, PolicyStrict, or "" to leave it out (Meta then falls
+	// back to Cloud API). Sent only with APIMarketing; any other value
+	// fails every marketing Send as Fatal. bulksend never sends
+	// message_activity_sharing: sharing read activity with Meta is the
+	// account's setting, not the tool's choice.
+	ProductPolicy string
 }
 
 // NewHTTPClient returns an http.Client whose transport keeps enough idle
@@ -48,7 +81,8 @@ func NewHTTPClient(conc int) *http.Client {
 }
 
 // Request is the JSON body of a template message, as Meta's OpenAPI
-// TemplateMessage schema describes it.
+// TemplateMessage schema describes it; the Marketing Messages API takes the
+// same body plus ProductPolicy.
 type Request struct {
 	MessagingProduct string   `json:"messaging_product"`
 	RecipientType    string   `json:"recipient_type"`
@@ -56,6 +90,9 @@ type Request struct {
 	Type             string   `json:"type"`
 	CallbackData     string   `json:"biz_opaque_callback_data,omitempty"`
 	Template         Template `json:"template"`
+	// ProductPolicy is the Marketing Messages API's product_policy
+	// (PolicyFallback or PolicyStrict); "" leaves it out.
+	ProductPolicy string `json:"product_policy,omitempty"`
 }
 
 type Template struct {
@@ -93,6 +130,9 @@ func NewRequest(m campaign.Message, mp *template.Mapping) Request {
 type response struct {
 	Messages []struct {
 		ID string `json:"id"`
+		// MessageStatus is accepted, held_for_quality_assessment or
+		// paused (OpenAPI MessageStatus); only for templates.
+		MessageStatus string `json:"message_status"`
 	} `json:"messages"`
 	Error *struct {
 		Message   string `json:"message"`
@@ -105,20 +145,62 @@ type response struct {
 	} `json:"error"`
 }
 
-// Send posts m and returns its wamid. Every error is a
-// *campaign.SendError: an API answer is classified by its code (its Err is
-// an *APIError); otherwise whether the request was written decides between
-// NeverLeft (a safe retry) and Unanswered (in doubt).
-func (c *Client) Send(ctx context.Context, m campaign.Message) (campaign.Receipt, error) {
-	id, err := c.send(ctx, m)
-	return campaign.Receipt{ID: id}, err
+// held reports whether a send response's message_status says the message
+// was accepted but held back: template pacing holds a new or recently
+// paused template's messages for quality assessment (they may later fail
+// with 132015), and "paused", which Meta does not explain further, is taken
+// to mean the same.
+func held(messageStatus string) bool {
+	return messageStatus == "held_for_quality_assessment" || messageStatus == "paused"
 }
 
-func (c *Client) send(ctx context.Context, m campaign.Message) (string, error) {
-	body, err := json.Marshal(NewRequest(m, c.Mapping))
+// Send posts m and returns its receipt: the wamid, whether Meta holds the
+// message back (Receipt.Held) and how long the X-Business-Use-Case-Usage
+// header asks to rest (Receipt.RestFor). Every error is a
+// *campaign.SendError: an API answer is classified by its code (its Err is
+// an *APIError), with the header's rest in RestFor when it asks for longer
+// than the code; otherwise whether the request was written decides between
+// NeverLeft (a safe retry) and Unanswered (in doubt).
+func (c *Client) Send(ctx context.Context, m campaign.Message) (campaign.Receipt, error) {
+	path, policy, err := c.endpoint()
 	if err != nil {
-		return "", neverLeft(fmt.Errorf("encode request: %w", err))
+		return campaign.Receipt{}, &campaign.SendError{Class: campaign.Fatal, Title: err.Error(), Err: err}
 	}
+	req := NewRequest(m, c.Mapping)
+	req.ProductPolicy = policy
+	body, err := json.Marshal(req)
+	if err != nil {
+		return campaign.Receipt{}, neverLeft(fmt.Errorf("encode request: %w", err))
+	}
+	rc, rest, se := c.post(ctx, m.From+"/"+path, body)
+	if se != nil {
+		se.RestFor = max(se.RestFor, rest)
+		return campaign.Receipt{}, se
+	}
+	rc.RestFor = rest
+	return rc, nil
+}
+
+// endpoint is the path Send posts to, after the phone-number ID, and the
+// product_policy its body carries.
+func (c *Client) endpoint() (path, policy string, err error) {
+	switch c.API {
+	case "", APIMessages:
+		return "messages", "", nil
+	case APIMarketing:
+		switch c.ProductPolicy {
+		case "", PolicyFallback, PolicyStrict:
+			return "marketing_messages", c.ProductPolicy, nil
+		}
+		return "", "", fmt.Errorf("unknown product policy %q: want %s or %s", c.ProductPolicy, PolicyFallback, PolicyStrict)
+	}
+	return "", "", fmt.Errorf("unknown API %q: want %s or %s", c.API, APIMessages, APIMarketing)
+}
+
+// post sends body to path and reads the answer: a receipt, or a send
+// error. rest is what the answer's X-Business-Use-Case-Usage header asks
+// for, 0 without an answer.
+func (c *Client) post(ctx context.Context, path string, body []byte) (rc campaign.Receipt, rest time.Duration, se *campaign.SendError) {
 	if c.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, c.Timeout)
@@ -132,10 +214,10 @@ func (c *Client) send(ctx context.Context, m campaign.Message) (string, error) {
 			}
 		},
 	})
-	url := strings.TrimRight(c.BaseURL, "/") + "/" + c.Version + "/" + m.From + "/messages"
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	u := strings.TrimRight(c.BaseURL, "/") + "/" + c.Version + "/" + path
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(body))
 	if err != nil {
-		return "", neverLeft(fmt.Errorf("build request: %w", err))
+		return rc, 0, neverLeft(fmt.Errorf("build request: %w", err))
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+c.Token)
@@ -145,21 +227,22 @@ func (c *Client) send(ctx context.Context, m campaign.Message) (string, error) {
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
-		return "", c.transportError(err, wrote.Load())
+		return rc, 0, c.transportError(err, wrote.Load())
 	}
 	defer resp.Body.Close()
+	rest, _ = ParseUsage(resp.Header.Get(UsageHeader))
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	if err != nil {
 		// The API answered but the answer was lost: it may have accepted.
-		return "", unanswered(fmt.Errorf("read response: %w", scrub(err)))
+		return rc, rest, unanswered(fmt.Errorf("read response: %w", scrub(err)))
 	}
 	var r response
 	jerr := json.Unmarshal(raw, &r)
 	if resp.StatusCode == http.StatusOK && jerr == nil && len(r.Messages) > 0 && r.Messages[0].ID != "" {
-		return r.Messages[0].ID, nil
+		return campaign.Receipt{ID: r.Messages[0].ID, Held: held(r.Messages[0].MessageStatus)}, rest, nil
 	}
 	if jerr == nil && r.Error != nil {
-		return "", (&APIError{
+		return rc, rest, (&APIError{
 			HTTPStatus: resp.StatusCode,
 			Code:       r.Error.Code,
 			Type:       r.Error.Type,
@@ -171,17 +254,17 @@ func (c *Client) send(ctx context.Context, m campaign.Message) (string, error) {
 	switch {
 	case resp.StatusCode == http.StatusOK:
 		// 200 without a wamid: accepted or not, we cannot tell.
-		return "", unanswered(errors.New("HTTP 200 without a message id"))
+		return rc, rest, unanswered(errors.New("HTTP 200 without a message id"))
 	case resp.StatusCode == http.StatusServiceUnavailable || resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode < 500:
 		// Refused by a front end before processing.
-		return "", (&APIError{HTTPStatus: resp.StatusCode, Message: http.StatusText(resp.StatusCode)}).sendError()
+		return rc, rest, (&APIError{HTTPStatus: resp.StatusCode, Message: http.StatusText(resp.StatusCode)}).sendError()
 	default:
 		// 500/502/504 without Meta's body: a gateway answered, the API may have accepted.
-		return "", unanswered(fmt.Errorf("HTTP %d without an API error body", resp.StatusCode))
+		return rc, rest, unanswered(fmt.Errorf("HTTP %d without an API error body", resp.StatusCode))
 	}
 }
 
-func (c *Client) transportError(err error, wrote bool) error {
+func (c *Client) transportError(err error, wrote bool) *campaign.SendError {
 	err = scrub(err)
 	if wrote {
 		return unanswered(err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -144,5 +145,172 @@ func TestDialFailureIsNotInDoubt(t *testing.T) {
 	var ae *APIError
 	if errors.As(err, &ae) {
 		t.Fatalf("err = %v is not an API answer", err)
+	}
+}
+
+// answer is a handler that answers every request with status, body and,
+// if not empty, an X-Business-Use-Case-Usage header.
+func answer(status int, body, usage string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		if usage != "" {
+			w.Header().Set(UsageHeader, usage)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		io.WriteString(w, body)
+	}
+}
+
+// usage is an X-Business-Use-Case-Usage header whose two budgets ask to
+// wait m1 and m2 minutes.
+func usage(m1, m2 int) string {
+	return fmt.Sprintf(`{"102290129340398":[{"type":"whatsapp_business_management","call_count":100,"total_cputime":12,"total_time":14,"estimated_time_to_regain_access":%d},`+
+		`{"type":"whatsapp","call_count":3,"total_cputime":1,"total_time":1,"estimated_time_to_regain_access":%d}]}`, m1, m2)
+}
+
+func TestSendReceipt(t *testing.T) {
+	ok := func(status string) string {
+		return `{"messaging_product":"whatsapp","contacts":[{"input":"+447700900123","wa_id":"447700900123"}],"messages":[{"id":"wamid.HBgLMTY1","message_status":"` + status + `"}]}`
+	}
+	tests := []struct {
+		name string
+		h    http.HandlerFunc
+		want campaign.Receipt
+	}{
+		{"accepted", answer(200, ok("accepted"), ""), campaign.Receipt{ID: "wamid.HBgLMTY1"}},
+		{"no message_status", answer(200, `{"messages":[{"id":"wamid.HBgLMTY1"}]}`, ""), campaign.Receipt{ID: "wamid.HBgLMTY1"}},
+		{"held for quality assessment", answer(200, ok("held_for_quality_assessment"), ""), campaign.Receipt{ID: "wamid.HBgLMTY1", Held: true}},
+		{"paused", answer(200, ok("paused"), ""), campaign.Receipt{ID: "wamid.HBgLMTY1", Held: true}},
+		{"usage header within budget", answer(200, ok("accepted"), usage(0, 0)), campaign.Receipt{ID: "wamid.HBgLMTY1"}},
+		{"usage header asks to rest", answer(200, ok("accepted"), usage(7, 3)), campaign.Receipt{ID: "wamid.HBgLMTY1", RestFor: 7 * time.Minute}},
+		{"malformed usage header is ignored", answer(200, ok("held_for_quality_assessment"), `{"1":[{"estimated_time_to_regain_access":"soon"}]}`),
+			campaign.Receipt{ID: "wamid.HBgLMTY1", Held: true}},
+	}
+	spec, err := oas.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema, err := spec.ResponseSchema("sendMessage", "200")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"accepted", "held_for_quality_assessment", "paused"} {
+		if err := spec.Validate(schema, []byte(ok(s))); err != nil {
+			t.Fatalf("the test's answer is not Meta's %s: %v", schema, err)
+		}
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(tc.h)
+			defer srv.Close()
+			c := &Client{BaseURL: srv.URL, Version: "v23.0", Token: "tok", HTTP: srv.Client()}
+			got, err := c.Send(context.Background(), msg)
+			if err != nil || got != tc.want {
+				t.Fatalf("Send = %+v, %v; want %+v", got, err, tc.want)
+			}
+		})
+	}
+}
+
+// TestSendErrorRest: a usage header that asks to rest lengthens the rest
+// of an error answer of any class, never shortens it.
+func TestSendErrorRest(t *testing.T) {
+	metaErr := func(code int, msg string) string {
+		return fmt.Sprintf(`{"error":{"message":"(#%d) %s","type":"OAuthException","code":%d,"error_data":{"messaging_product":"whatsapp","details":"%s"},"fbtrace_id":"Az8or2"}}`, code, msg, code, msg)
+	}
+	tests := []struct {
+		name  string
+		h     http.HandlerFunc
+		class campaign.Class
+		rest  time.Duration
+	}{
+		{"throttled, header asks 12 minutes", answer(400, metaErr(80007, "Rate limit issues"), usage(12, 0)), campaign.Throttled, 12 * time.Minute},
+		{"permanent, header asks 2 minutes", answer(400, metaErr(131026, "Message undeliverable"), usage(0, 2)), campaign.Permanent, 2 * time.Minute},
+		{"template syncing without a header", answer(400, metaErr(134101, "Template is syncing"), ""), campaign.Paused, 10 * time.Minute},
+		{"template syncing, header asks less", answer(400, metaErr(134101, "Template is syncing"), usage(3, 0)), campaign.Paused, 10 * time.Minute},
+		{"template syncing, header asks more", answer(400, metaErr(134101, "Template is syncing"), usage(0, 25)), campaign.Paused, 25 * time.Minute},
+		{"bare 429 with a header", answer(429, "", usage(4, 0)), campaign.Throttled, 4 * time.Minute},
+		{"malformed header", answer(400, metaErr(80007, "Rate limit issues"), "not json"), campaign.Throttled, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(tc.h)
+			defer srv.Close()
+			c := &Client{BaseURL: srv.URL, Version: "v23.0", Token: "tok", HTTP: srv.Client()}
+			_, err := c.Send(context.Background(), msg)
+			var se *campaign.SendError
+			if !errors.As(err, &se) {
+				t.Fatalf("err = %v, want a *campaign.SendError", err)
+			}
+			if se.Class != tc.class || se.RestFor != tc.rest {
+				t.Fatalf("class %v rest %v, want %v %v (%v)", se.Class, se.RestFor, tc.class, tc.rest, err)
+			}
+		})
+	}
+}
+
+func TestSendAPI(t *testing.T) {
+	tests := []struct {
+		name   string
+		api    string
+		policy string
+		path   string
+		want   string // the body's product_policy, "" if absent
+	}{
+		{"default is Cloud API", "", PolicyStrict, "/v23.0/106540352242922/messages", ""},
+		{"messages ignores the policy", APIMessages, PolicyFallback, "/v23.0/106540352242922/messages", ""},
+		{"marketing, Meta's default policy", APIMarketing, "", "/v23.0/106540352242922/marketing_messages", ""},
+		{"marketing with fallback", APIMarketing, PolicyFallback, "/v23.0/106540352242922/marketing_messages", "CLOUD_API_FALLBACK"},
+		{"marketing strict", APIMarketing, PolicyStrict, "/v23.0/106540352242922/marketing_messages", "STRICT"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var path string
+			var body map[string]any
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				path = r.URL.Path
+				json.NewDecoder(r.Body).Decode(&body)
+				io.WriteString(w, `{"contacts":[{"input":"+447700900123","wa_id":"447700900123"}],"messages":[{"id":"wamid.M","message_status":"accepted"}],"messaging_product":"whatsapp","success":true}`)
+			}))
+			defer srv.Close()
+			c := &Client{BaseURL: srv.URL, Version: "v23.0", Token: "tok", HTTP: srv.Client(), API: tc.api, ProductPolicy: tc.policy}
+			rc, err := c.Send(context.Background(), msg)
+			if err != nil || rc.ID != "wamid.M" {
+				t.Fatalf("Send = %+v, %v", rc, err)
+			}
+			if path != tc.path {
+				t.Errorf("path %q, want %q", path, tc.path)
+			}
+			got, has := body["product_policy"]
+			if tc.want == "" && has || tc.want != "" && got != tc.want {
+				t.Errorf("product_policy = %v (present %v), want %q", got, has, tc.want)
+			}
+			if _, has := body["message_activity_sharing"]; has {
+				t.Errorf("the request shares message activity: %v", body)
+			}
+			if body["biz_opaque_callback_data"] != msg.CallbackData || body["to"] != msg.To {
+				t.Errorf("body %v lacks the message's fields", body)
+			}
+		})
+	}
+}
+
+// TestSendConfigError: a Client with an unknown API or policy sends nothing
+// and stops the run.
+func TestSendConfigError(t *testing.T) {
+	for _, c := range []*Client{
+		{API: "sms"},
+		{API: APIMarketing, ProductPolicy: "fallback"},
+	} {
+		hit := false
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hit = true }))
+		c.BaseURL, c.Version, c.HTTP = srv.URL, "v23.0", srv.Client()
+		_, err := c.Send(context.Background(), msg)
+		srv.Close()
+		var se *campaign.SendError
+		if !errors.As(err, &se) || se.Class != campaign.Fatal || hit {
+			t.Errorf("API %q policy %q: err %v, request sent %v; want a fatal error before sending", c.API, c.ProductPolicy, err, hit)
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/bulksend/bulksend/internal/campaign"
 )
@@ -74,9 +75,15 @@ func (e *APIError) Class() campaign.Class {
 	return campaign.Permanent
 }
 
-// sendError is e as the engine sees it.
+// sendError is e as the engine sees it: its class, the stable reason of a
+// failure reports name apart, and the rest a code asks for.
 func (e *APIError) sendError() *campaign.SendError {
-	return &campaign.SendError{Class: e.Class(), Code: e.Code, Title: e.Title(), Err: e}
+	se := &campaign.SendError{Class: e.Class(), Code: e.Code, Title: e.Title(), Err: e}
+	if !e.bare() {
+		se.Reason = reasons[e.Code]
+		se.RestFor = rests[e.Code]
+	}
+	return se
 }
 
 const (
@@ -85,6 +92,8 @@ const (
 	transient   = campaign.Transient
 	permanent   = campaign.Permanent
 	fatal       = campaign.Fatal
+	rested      = campaign.SenderRested
+	paused      = campaign.Paused
 )
 
 // classes is Meta's error-code table, by what each code means for a run.
@@ -95,16 +104,43 @@ var classes = map[int]campaign.Class{
 	131056: pairLimited,
 	// Transient: the API refused for now.
 	1: transient, 2: transient, 131000: transient, 131016: transient,
-	// Per-recipient permanent.
+	// Per-recipient permanent. 131049 (the recipient had their share of
+	// marketing messages) also carries a reason: see reasons.
 	131026: permanent, 131021: permanent, 131047: permanent, 131049: permanent,
 	131050: permanent, 130472: permanent, 130403: permanent, 130497: permanent,
 	131009: permanent, 132005: permanent, 132018: permanent, 135000: permanent,
-	// Campaign-fatal: token, permissions, account, template.
-	0: fatal, 3: fatal, 10: fatal, 190: fatal, 368: fatal, 100: fatal,
-	131005: fatal, 131008: fatal, 131031: fatal, 131042: fatal, 131045: fatal,
-	131048: fatal, 131051: fatal, 131064: fatal, 132000: fatal, 132001: fatal,
-	132007: fatal, 132012: fatal, 132015: fatal, 132016: fatal, 132068: fatal,
-	132069: fatal, 133010: fatal,
+	// This sender number may not send now (spam-rate restriction): other
+	// numbers can go on.
+	131048: rested,
+	// Wait before sending anything more: the Marketing Messages API's
+	// template is still syncing with the ad account (see rests).
+	134101: paused,
+	// Campaign-fatal: token, permissions, account, number, template.
+	0: fatal, 3: fatal, 10: fatal, 33: fatal, 190: fatal, 368: fatal, 100: fatal,
+	131005: fatal, 131008: fatal, 131031: fatal, 131037: fatal, 131042: fatal,
+	131045: fatal, 131051: fatal, 131063: fatal, 131064: fatal, 132000: fatal,
+	132001: fatal, 132007: fatal, 132012: fatal, 132015: fatal, 132016: fatal,
+	132068: fatal, 132069: fatal, 133010: fatal,
+	// Marketing Messages API: the template is not a marketing template
+	// (131055, 134100), or not available to that API (134102).
+	131055: fatal, 134100: fatal, 134102: fatal,
+}
+
+// reasons names the failures that reports count apart from their code's
+// title (campaign.SendError.Reason).
+var reasons = map[int]string{
+	131049: campaign.FailMarketingCap,
+}
+
+// SyncRest is how long the Marketing Messages API asks to wait after 134101
+// (a template still syncing with the ad account): "wait 10 minutes". Meta
+// says the same of a template dormant for more than 7 days, on first use.
+const SyncRest = 10 * time.Minute
+
+// rests is how long a code asks to send nothing more
+// (campaign.SendError.RestFor).
+var rests = map[int]time.Duration{
+	134101: SyncRest,
 }
 
 // What a fatal answer is about, for errors.Is: the CLI names the flags
@@ -116,6 +152,15 @@ var (
 	ErrParamCount = errors.New("wrong number of template parameters")
 	ErrParameters = errors.New("request does not match the template")
 	ErrEndpoint   = errors.New("not the Cloud API")
+	// ErrMarketingOff: marketing templates are turned off on Cloud API's
+	// /messages for this business account (131063).
+	ErrMarketingOff = errors.New("marketing templates turned off on Cloud API")
+	// ErrNotMarketing: the Marketing Messages API takes marketing
+	// templates only (131055, 134100).
+	ErrNotMarketing = errors.New("not a marketing template")
+	// ErrMarketingUnavailable: the template is not available to the
+	// Marketing Messages API, or the account not onboarded (134102).
+	ErrMarketingUnavailable = errors.New("template not available to the Marketing Messages API")
 )
 
 // Is makes errors.Is(err, ErrToken) and its kin true for the codes each
@@ -134,6 +179,12 @@ func (e *APIError) Is(target error) bool {
 		return e.Code == 132000
 	case ErrParameters:
 		return e.Code == 100 || e.Code == 131008 || e.Code == 131051
+	case ErrMarketingOff:
+		return e.Code == 131063
+	case ErrNotMarketing:
+		return e.Code == 131055 || e.Code == 134100
+	case ErrMarketingUnavailable:
+		return e.Code == 134102
 	}
 	return false
 }
@@ -159,7 +210,21 @@ func (e *APIError) Hint() string {
 		return PausedHint
 	case e.Code == 132016:
 		return "the template is disabled for good after repeated pauses: create a new template"
-	case e.Code == 368 || e.Code == 131031 || e.Code == 131048 || e.Code == 131064:
+	case e.Code == 131063:
+		return "marketing templates are turned off on Cloud API for this business account: send with the Marketing Messages API, or turn disable_marketing_messages_on_cloud_api off on the WhatsApp Business Account"
+	case e.Code == 131055 || e.Code == 134100:
+		return "the Marketing Messages API sends marketing templates only: send this template with Cloud API's /messages, or choose a marketing template"
+	case e.Code == 134102:
+		return "the template is unavailable to the Marketing Messages API or not eligible: check marketing_messages_lite_api_status on the WhatsApp Business Account (it should be ONBOARDED) and the template in WhatsApp Manager"
+	case e.Code == 134101:
+		return "the template is still syncing with the ad account (new, or unused for more than 7 days): wait 10 minutes before sending it with the Marketing Messages API"
+	case e.Code == 131037:
+		return "the sender number has no approved display name: get it approved in WhatsApp Manager (Phone numbers, Name) before sending"
+	case e.Code == 33:
+		return "the sender phone number was deleted: check the sender phone-number ID"
+	case e.Code == 131048:
+		return "this sender number is restricted because too many of its messages were blocked or reported as spam: check its quality in WhatsApp Manager before sending more from it"
+	case e.Code == 368 || e.Code == 131031 || e.Code == 131064:
 		return "the account or number is restricted: see Account Quality in WhatsApp Manager before sending more"
 	case e.Code == 131042:
 		return "a billing problem blocks sending: fix the payment method in Business Manager"

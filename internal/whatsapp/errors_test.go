@@ -4,41 +4,53 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/bulksend/bulksend/internal/campaign"
 )
 
 func TestClassByCode(t *testing.T) {
 	cases := []struct {
-		name string
-		err  APIError
-		want campaign.Class
+		name   string
+		err    APIError
+		want   campaign.Class
+		reason string        // SendError.Reason
+		rest   time.Duration // SendError.RestFor
 	}{
-		{"throughput 130429", APIError{HTTPStatus: 400, Code: 130429, Type: "OAuthException"}, campaign.Throttled},
-		{"app rate 4", APIError{HTTPStatus: 400, Code: 4, Type: "OAuthException"}, campaign.Throttled},
-		{"WABA rate 80007", APIError{HTTPStatus: 400, Code: 80007, Type: "OAuthException"}, campaign.Throttled},
-		{"maintenance 131057", APIError{HTTPStatus: 500, Code: 131057, Type: "OAuthException"}, campaign.Throttled},
-		{"pair 131056", APIError{HTTPStatus: 400, Code: 131056, Type: "OAuthException"}, campaign.PairLimited},
-		{"unknown 131000", APIError{HTTPStatus: 500, Code: 131000, Type: "OAuthException"}, campaign.Transient},
-		{"service 131016", APIError{HTTPStatus: 503, Code: 131016, Type: "OAuthException"}, campaign.Transient},
-		{"overloaded 2", APIError{HTTPStatus: 503, Code: 2, Type: "OAuthException"}, campaign.Transient},
-		{"bare 503", APIError{HTTPStatus: 503}, campaign.Transient},
-		{"bare 429", APIError{HTTPStatus: 429}, campaign.Throttled},
-		{"bare 404: wrong URL", APIError{HTTPStatus: 404}, campaign.Fatal},
-		{"undeliverable 131026", APIError{HTTPStatus: 400, Code: 131026, Type: "OAuthException"}, campaign.Permanent},
-		{"opted out 131050", APIError{HTTPStatus: 400, Code: 131050, Type: "OAuthException"}, campaign.Permanent},
-		{"experiment 130472", APIError{HTTPStatus: 400, Code: 130472, Type: "OAuthException"}, campaign.Permanent},
-		{"blocked 130403", APIError{HTTPStatus: 400, Code: 130403, Type: "OAuthException"}, campaign.Permanent},
-		{"token 190", APIError{HTTPStatus: 401, Code: 190, Type: "OAuthException"}, campaign.Fatal},
-		{"auth 0", APIError{HTTPStatus: 401, Code: 0, Type: "OAuthException"}, campaign.Fatal},
-		{"permission 10", APIError{HTTPStatus: 403, Code: 10, Type: "OAuthException"}, campaign.Fatal},
-		{"permission 200-299", APIError{HTTPStatus: 403, Code: 250, Type: "OAuthException"}, campaign.Fatal},
-		{"policy 368", APIError{HTTPStatus: 403, Code: 368, Type: "OAuthException"}, campaign.Fatal},
-		{"template 132001", APIError{HTTPStatus: 404, Code: 132001, Type: "OAuthException"}, campaign.Fatal},
-		{"params 132000", APIError{HTTPStatus: 400, Code: 132000, Type: "OAuthException"}, campaign.Fatal},
-		{"paused 132015", APIError{HTTPStatus: 400, Code: 132015, Type: "OAuthException"}, campaign.Fatal},
-		{"billing 131042", APIError{HTTPStatus: 400, Code: 131042, Type: "OAuthException"}, campaign.Fatal},
-		{"unknown code fails the row only", APIError{HTTPStatus: 400, Code: 999999, Type: "OAuthException"}, campaign.Permanent},
+		{"throughput 130429", APIError{HTTPStatus: 400, Code: 130429, Type: "OAuthException"}, campaign.Throttled, "", 0},
+		{"app rate 4", APIError{HTTPStatus: 400, Code: 4, Type: "OAuthException"}, campaign.Throttled, "", 0},
+		{"WABA rate 80007", APIError{HTTPStatus: 400, Code: 80007, Type: "OAuthException"}, campaign.Throttled, "", 0},
+		{"maintenance 131057", APIError{HTTPStatus: 500, Code: 131057, Type: "OAuthException"}, campaign.Throttled, "", 0},
+		{"pair 131056", APIError{HTTPStatus: 400, Code: 131056, Type: "OAuthException"}, campaign.PairLimited, "", 0},
+		{"unknown 131000", APIError{HTTPStatus: 500, Code: 131000, Type: "OAuthException"}, campaign.Transient, "", 0},
+		{"service 131016", APIError{HTTPStatus: 503, Code: 131016, Type: "OAuthException"}, campaign.Transient, "", 0},
+		{"overloaded 2", APIError{HTTPStatus: 503, Code: 2, Type: "OAuthException"}, campaign.Transient, "", 0},
+		{"bare 503", APIError{HTTPStatus: 503}, campaign.Transient, "", 0},
+		{"bare 429", APIError{HTTPStatus: 429}, campaign.Throttled, "", 0},
+		{"bare 404: wrong URL", APIError{HTTPStatus: 404}, campaign.Fatal, "", 0},
+		{"undeliverable 131026", APIError{HTTPStatus: 400, Code: 131026, Type: "OAuthException"}, campaign.Permanent, "", 0},
+		{"opted out 131050", APIError{HTTPStatus: 400, Code: 131050, Type: "OAuthException"}, campaign.Permanent, "", 0},
+		{"experiment 130472", APIError{HTTPStatus: 400, Code: 130472, Type: "OAuthException"}, campaign.Permanent, "", 0},
+		{"blocked 130403", APIError{HTTPStatus: 400, Code: 130403, Type: "OAuthException"}, campaign.Permanent, "", 0},
+		{"token 190", APIError{HTTPStatus: 401, Code: 190, Type: "OAuthException"}, campaign.Fatal, "", 0},
+		{"auth 0", APIError{HTTPStatus: 401, Code: 0, Type: "OAuthException"}, campaign.Fatal, "", 0},
+		{"permission 10", APIError{HTTPStatus: 403, Code: 10, Type: "OAuthException"}, campaign.Fatal, "", 0},
+		{"permission 200-299", APIError{HTTPStatus: 403, Code: 250, Type: "OAuthException"}, campaign.Fatal, "", 0},
+		{"policy 368", APIError{HTTPStatus: 403, Code: 368, Type: "OAuthException"}, campaign.Fatal, "", 0},
+		{"template 132001", APIError{HTTPStatus: 404, Code: 132001, Type: "OAuthException"}, campaign.Fatal, "", 0},
+		{"params 132000", APIError{HTTPStatus: 400, Code: 132000, Type: "OAuthException"}, campaign.Fatal, "", 0},
+		{"paused 132015", APIError{HTTPStatus: 400, Code: 132015, Type: "OAuthException"}, campaign.Fatal, "", 0},
+		{"billing 131042", APIError{HTTPStatus: 400, Code: 131042, Type: "OAuthException"}, campaign.Fatal, "", 0},
+		{"unknown code fails the row only", APIError{HTTPStatus: 400, Code: 999999, Type: "OAuthException"}, campaign.Permanent, "", 0},
+		{"marketing off on Cloud API 131063", APIError{HTTPStatus: 400, Code: 131063, Type: "OAuthException"}, campaign.Fatal, "", 0},
+		{"no approved display name 131037", APIError{HTTPStatus: 400, Code: 131037, Type: "OAuthException"}, campaign.Fatal, "", 0},
+		{"number deleted 33", APIError{HTTPStatus: 400, Code: 33, Type: "OAuthException"}, campaign.Fatal, "", 0},
+		{"spam-rate restriction 131048 rests the number", APIError{HTTPStatus: 400, Code: 131048, Type: "OAuthException"}, campaign.SenderRested, "", 0},
+		{"marketing cap 131049", APIError{HTTPStatus: 400, Code: 131049, Type: "OAuthException"}, campaign.Permanent, campaign.FailMarketingCap, 0},
+		{"MM API: not marketing 131055", APIError{HTTPStatus: 400, Code: 131055, Type: "OAuthException"}, campaign.Fatal, "", 0},
+		{"MM API: only marketing 134100", APIError{HTTPStatus: 400, Code: 134100, Type: "OAuthException"}, campaign.Fatal, "", 0},
+		{"MM API: template syncing 134101", APIError{HTTPStatus: 400, Code: 134101, Type: "OAuthException"}, campaign.Paused, "", 10 * time.Minute},
+		{"MM API: not eligible 134102", APIError{HTTPStatus: 500, Code: 134102, Type: "OAuthException"}, campaign.Fatal, "", 0},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -49,6 +61,9 @@ func TestClassByCode(t *testing.T) {
 			if se.Code != tc.err.Code || se.Title != tc.err.Title() || !errors.Is(se, &tc.err) && se.Err != &tc.err {
 				t.Fatalf("send error %+v does not carry the answer", se)
 			}
+			if se.Reason != tc.reason || se.RestFor != tc.rest {
+				t.Fatalf("reason %q rest %v, want %q %v", se.Reason, se.RestFor, tc.reason, tc.rest)
+			}
 		})
 	}
 }
@@ -57,11 +72,10 @@ func TestClassByCode(t *testing.T) {
 // the CLI turns into flag advice (errors.Is) or has a hint of its own, so
 // no fatal stop leaves the operator without a next step.
 func TestFatalAnswersAreNamed(t *testing.T) {
-	kinds := []error{ErrToken, ErrPermission, ErrTemplate, ErrParamCount, ErrParameters, ErrEndpoint}
 	check := func(e *APIError) {
 		t.Helper()
 		named := false
-		for _, k := range kinds {
+		for _, k := range allKinds {
 			named = named || errors.Is(e, k)
 		}
 		if !named && e.Hint() == "" {
@@ -77,6 +91,10 @@ func TestFatalAnswersAreNamed(t *testing.T) {
 	check(&APIError{HTTPStatus: 403, Code: 250, Type: "OAuthException"})
 }
 
+// allKinds are the kinds of fatal answers (errors.Is targets).
+var allKinds = []error{ErrToken, ErrPermission, ErrTemplate, ErrParamCount, ErrParameters, ErrEndpoint,
+	ErrMarketingOff, ErrNotMarketing, ErrMarketingUnavailable}
+
 func TestKinds(t *testing.T) {
 	for _, tc := range []struct {
 		err  APIError
@@ -91,11 +109,15 @@ func TestKinds(t *testing.T) {
 		{APIError{HTTPStatus: 400, Code: 132000, Type: "OAuthException"}, ErrParamCount, "number of body parameters"},
 		{APIError{HTTPStatus: 400, Code: 100, Type: "OAuthException"}, ErrParameters, "shape"},
 		{APIError{HTTPStatus: 403, Code: 10, Type: "OAuthException"}, ErrPermission, "permission"},
+		{APIError{HTTPStatus: 400, Code: 131063, Type: "OAuthException"}, ErrMarketingOff, "disable_marketing_messages_on_cloud_api off"},
+		{APIError{HTTPStatus: 400, Code: 131055, Type: "OAuthException"}, ErrNotMarketing, "marketing templates only"},
+		{APIError{HTTPStatus: 400, Code: 134100, Type: "OAuthException"}, ErrNotMarketing, "marketing templates only"},
+		{APIError{HTTPStatus: 500, Code: 134102, Type: "OAuthException"}, ErrMarketingUnavailable, "marketing_messages_lite_api_status"},
 	} {
 		if !errors.Is(&tc.err, tc.kind) {
 			t.Errorf("%+v is not %v", tc.err, tc.kind)
 		}
-		for _, other := range []error{ErrToken, ErrPermission, ErrTemplate, ErrParamCount, ErrParameters, ErrEndpoint} {
+		for _, other := range allKinds {
 			if other != tc.kind && errors.Is(&tc.err, other) {
 				t.Errorf("%+v is also %v", tc.err, other)
 			}
@@ -116,5 +138,25 @@ func TestAPIErrorText(t *testing.T) {
 	}
 	if got := (&APIError{HTTPStatus: 503}).Error(); got != "api: HTTP 503" {
 		t.Fatalf("bare Error() = %q", got)
+	}
+}
+
+// TestHints: the account and number codes that stop a run say what to do
+// (without naming flags: the CLI does that).
+func TestHints(t *testing.T) {
+	for code, want := range map[int]string{
+		131063: "Marketing Messages API",
+		131037: "approved display name",
+		33:     "check the sender phone-number ID",
+		131048: "spam",
+		134101: "wait 10 minutes",
+	} {
+		h := (&APIError{HTTPStatus: 400, Code: code, Type: "OAuthException"}).Hint()
+		if !strings.Contains(h, want) {
+			t.Errorf("%d: hint %q does not mention %q", code, h, want)
+		}
+		if strings.Contains(h, "--") {
+			t.Errorf("%d: hint %q names a flag", code, h)
+		}
 	}
 }
