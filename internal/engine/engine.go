@@ -8,6 +8,12 @@
 // to (the SQLite store in production) and the Sender it calls (a channel's
 // client). It decides what becomes of a row by the class of the send error
 // alone (campaign.Class), never by a provider's code.
+//
+// The provider can ask for rests. A sender number rested (SenderRested)
+// sends nothing more in this run while the others go on; a rest of the
+// whole run (SendError.RestFor, Receipt.RestFor) holds every request until
+// it ends, and stops the run when it ends beyond the retry horizon. Rows
+// a rest keeps from leaving stay pending with no attempt spent.
 package engine
 
 import (
@@ -17,6 +23,7 @@ import (
 	"log/slog"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -117,10 +124,24 @@ func (e *FatalError) Unwrap() error { return e.Err }
 // ErrUnreachable stops a run whose requests cannot leave this machine.
 var ErrUnreachable = errors.New("the API cannot be reached")
 
+// Rest is a sender number that sends nothing more in a run: the provider
+// restricted it (campaign.SenderRested).
+type Rest struct {
+	Sender string
+	Code   int    // the provider's code, e.g. WhatsApp's 131048
+	Title  string // its short meaning
+}
+
+// pauseWithoutLength is the rest of a Paused answer that says not how
+// long: the adapter should say, and resending at once would only meet the
+// same answer.
+const pauseWithoutLength = time.Minute
+
 // Stats are live counters of a run. Read them with Engine.Stats.
 type Stats struct {
 	Started   time.Time
 	Sent      int64 // accepted by the API
+	Held      int64 // of Sent, held back by the provider (they may still fail)
 	Failed    int64 // failed permanently
 	Retries   int64 // scheduled retries (transient, pair limit)
 	Throttled int64 // throttling answers (130429 and kin)
@@ -144,9 +165,14 @@ type Engine struct {
 	pending  map[string]int // per sender: claimed but not yet recorded
 	recorded chan struct{}  // closed and replaced after each flush
 
-	started                                   time.Time
-	sent, failed, retries, throttled, inDoubt atomic.Int64
-	unsentStreak                              atomic.Int64
+	stopSender map[string]context.CancelFunc // set by Run before any send; stops one sender's claimer and dispatcher
+	rests      []Rest                        // senders rested, in order
+	restUntil  time.Time                     // no request leaves before this
+	restStop   bool                          // a rest beyond the horizon stopped the run
+
+	started                                         time.Time
+	sent, held, failed, retries, throttled, inDoubt atomic.Int64
+	unsentStreak                                    atomic.Int64
 }
 
 // New returns an engine for cfg.
@@ -195,9 +221,29 @@ func New(cfg Config) *Engine {
 func (e *Engine) Stats() Stats {
 	limit, used := e.gate.snapshot()
 	return Stats{
-		Started: e.started, Sent: e.sent.Load(), Failed: e.failed.Load(), Retries: e.retries.Load(),
+		Started: e.started, Sent: e.sent.Load(), Held: e.held.Load(), Failed: e.failed.Load(), Retries: e.retries.Load(),
 		Throttled: e.throttled.Load(), InDoubt: e.inDoubt.Load(), InFlight: used, Limit: limit,
 	}
+}
+
+// Rested returns the sender numbers rested so far, in the order they were
+// rested. It is safe to call while Run runs.
+func (e *Engine) Rested() []Rest {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return slices.Clone(e.rests)
+}
+
+// RestUntil returns when the rest the provider asked for ends; zero when
+// the run is not resting. After a Run that a rest beyond the retry
+// horizon stopped, it says when a new run may send.
+func (e *Engine) RestUntil() time.Time {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !e.restUntil.After(time.Now()) {
+		return time.Time{}
+	}
+	return e.restUntil
 }
 
 // Run sends until no row is due within the retry horizon, ctx is
@@ -205,10 +251,23 @@ func (e *Engine) Stats() Stats {
 // flight finish (bounded by the sender's timeout) and are recorded, rows
 // claimed but not sent go back to pending, and Run returns ctx's error.
 // A fatal API answer returns a *FatalError after the same drain.
+//
+// Rests are not errors: a run that rested senders (Rested) or stopped
+// for a rest beyond the horizon (RestUntil) returns nil with their rows
+// still pending.
 func (e *Engine) Run(ctx context.Context) error {
 	claimCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	e.stopReq = stop
+	senderCtx := make(map[string]context.Context, len(e.cfg.Senders))
+	e.mu.Lock()
+	e.stopSender = make(map[string]context.CancelFunc, len(e.cfg.Senders))
+	for _, s := range e.cfg.Senders {
+		c, cancel := context.WithCancel(claimCtx)
+		defer cancel()
+		senderCtx[s], e.stopSender[s] = c, cancel
+	}
+	e.mu.Unlock()
 
 	recErr := make(chan error, 1)
 	go func() { recErr <- e.record() }()
@@ -220,7 +279,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		dispatchers.Add(1)
 		go func() {
 			defer dispatchers.Done()
-			if err := e.dispatch(claimCtx, ctx, s, &sends); err != nil {
+			if err := e.dispatch(senderCtx[s], ctx, s, &sends); err != nil {
 				dispatchErr <- err
 				stop()
 			}
@@ -250,7 +309,8 @@ func (e *Engine) Run(ctx context.Context) error {
 }
 
 // dispatch sends the rows of one sender number. A claimer goroutine keeps
-// the next batch ready, so sending never stops to wait for a claim.
+// the next batch ready, so sending never stops to wait for a claim. ctx
+// is done when the sender stops: the run stops or the sender is rested.
 func (e *Engine) dispatch(ctx, parent context.Context, sender string, sends *sync.WaitGroup) error {
 	batches := make(chan []Job) // one batch sending, one ready: a crash leaves two in doubt at most
 	claimErr := make(chan error, 1)
@@ -258,24 +318,10 @@ func (e *Engine) dispatch(ctx, parent context.Context, sender string, sends *syn
 		defer close(batches)
 		claimErr <- e.claim(ctx, sender, batches)
 	}()
-	release := func(jobs []Job) {
-		// Claimed rows that never left go back as they were.
-		for _, j := range jobs {
-			e.results <- done{Result: Result{Row: j.Row, Outcome: OutcomeRelease, At: time.Now()}, sender: sender}
-		}
-	}
 	for jobs := range batches {
 		for i, j := range jobs {
-			// The slot in flight first, then the pacer's send slot: booked
-			// the other way round, a send held up by the gate would leave
-			// late and the next one at once, two requests back to back.
-			if err := e.gate.acquire(ctx); err != nil {
-				release(jobs[i:])
-				break
-			}
-			if err := e.pacer.Wait(ctx, sender); err != nil {
-				e.gate.giveBack()
-				release(jobs[i:])
+			if !e.slot(ctx, sender) {
+				e.release(sender, jobs[i:])
 				break
 			}
 			sends.Add(1)
@@ -287,10 +333,74 @@ func (e *Engine) dispatch(ctx, parent context.Context, sender string, sends *syn
 	return <-claimErr
 }
 
+// slot waits until a request of sender may leave: no rest, a slot in
+// flight and the pacer's send slot. It reports false when ctx is done.
+func (e *Engine) slot(ctx context.Context, sender string) bool {
+	for {
+		if e.waitRest(ctx) != nil {
+			return false
+		}
+		// The slot in flight first, then the pacer's send slot: booked
+		// the other way round, a send held up by the gate would leave
+		// late and the next one at once, two requests back to back.
+		if err := e.gate.acquire(ctx); err != nil {
+			return false
+		}
+		if err := e.pacer.Wait(ctx, sender); err != nil {
+			e.gate.giveBack()
+			return false
+		}
+		// Checked again: a rest or a stop that came while this waited in
+		// the gate or the pacer must hold this request too.
+		if ctx.Err() != nil {
+			e.gate.giveBack()
+			return false
+		}
+		if e.RestUntil().IsZero() {
+			return true
+		}
+		e.gate.giveBack()
+	}
+}
+
+// waitRest waits for the rest of the run to end, or ctx.
+func (e *Engine) waitRest(ctx context.Context) error {
+	for {
+		// Read again after each wait: a later answer may extend the rest.
+		d := time.Until(e.RestUntil())
+		if d <= 0 {
+			return ctx.Err()
+		}
+		t := time.NewTimer(d)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// release puts claimed rows that never left back to pending, no attempt
+// spent. During a rest they fall due at its end, so that a run resumed
+// before then does not send them early.
+func (e *Engine) release(sender string, jobs []Job) {
+	now := time.Now()
+	next := e.RestUntil() // zero: due as they were
+	for _, j := range jobs {
+		e.results <- done{Result: Result{Row: j.Row, Outcome: OutcomeRelease, NextAt: next, At: now}, sender: sender}
+	}
+}
+
 // claim claims batches of sender's due rows into out until none is due
 // within the retry horizon or ctx is done.
 func (e *Engine) claim(ctx context.Context, sender string, out chan<- []Job) error {
 	for ctx.Err() == nil {
+		// Rows claimed during a rest would sit sending until it ends, and
+		// in doubt after a crash.
+		if e.waitRest(ctx) != nil {
+			break
+		}
 		// Not cancellable: a claim interrupted after it committed would
 		// leave rows sending that nobody sends.
 		jobs, err := e.cfg.Checkpoint.Claim(context.WithoutCancel(ctx), sender, time.Now(), e.claimSize(sender))
@@ -299,6 +409,11 @@ func (e *Engine) claim(ctx context.Context, sender string, out chan<- []Job) err
 		}
 		if len(jobs) == 0 {
 			more, err := e.idle(ctx, sender)
+			if err != nil && ctx.Err() != nil {
+				// A read cut short by the stop (a rest, a fatal answer, a
+				// signal) is not the run's error: the stop says why.
+				return nil
+			}
 			if err != nil || !more {
 				return err
 			}
@@ -310,9 +425,7 @@ func (e *Engine) claim(ctx context.Context, sender string, out chan<- []Job) err
 		select {
 		case out <- jobs:
 		case <-ctx.Done():
-			for _, j := range jobs {
-				e.results <- done{Result: Result{Row: j.Row, Outcome: OutcomeRelease, At: time.Now()}, sender: sender}
-			}
+			e.release(sender, jobs)
 		}
 	}
 	return nil
@@ -376,17 +489,23 @@ func (e *Engine) send(ctx context.Context, j Job, sends *sync.WaitGroup) {
 	rc, err := e.cfg.Sender.Send(ctx, msg)
 	now := time.Now()
 	e.gate.release(now.Sub(start))
-	e.results <- done{Result: e.outcome(j, rc.ID, err, now), sender: j.Sender}
+	e.results <- done{Result: e.outcome(j, rc, err, now), sender: j.Sender}
 }
 
 // outcome decides what becomes of a row from the answer to its request.
-func (e *Engine) outcome(j Job, wamid string, err error, now time.Time) Result {
+func (e *Engine) outcome(j Job, rc campaign.Receipt, err error, now time.Time) Result {
 	r := Result{Row: j.Row, At: now}
 	if err == nil {
 		e.unsentStreak.Store(0)
 		e.pacer.Succeeded(j.Sender, now)
 		e.sent.Add(1)
-		r.Outcome, r.WAMID = OutcomeSent, wamid
+		if rc.Held {
+			e.held.Add(1)
+		}
+		if rc.RestFor > 0 {
+			e.rest(now, now.Add(rc.RestFor), "row", j.Row)
+		}
+		r.Outcome, r.WAMID, r.Held = OutcomeSent, rc.ID, rc.Held
 		return r
 	}
 	var se *campaign.SendError
@@ -395,6 +514,14 @@ func (e *Engine) outcome(j Job, wamid string, err error, now time.Time) Result {
 	}
 	if se.Class != campaign.NeverLeft {
 		e.unsentStreak.Store(0)
+	}
+	restFor := se.RestFor
+	if se.Class == campaign.Paused && restFor <= 0 {
+		restFor = pauseWithoutLength
+	}
+	if restFor > 0 {
+		// Any answer may carry it, whatever becomes of its row.
+		e.rest(now, now.Add(restFor), "row", j.Row, "code", se.Code, "title", se.Title)
 	}
 	r.Code, r.Title = se.Code, se.Title
 	switch se.Class {
@@ -406,14 +533,21 @@ func (e *Engine) outcome(j Job, wamid string, err error, now time.Time) Result {
 		e.pacer.Throttled(j.Sender, now)
 		// Not the recipient's fault: the attempt does not count.
 		r.Outcome, r.NextAt = OutcomeRelease, now
+	case campaign.SenderRested:
+		e.restSender(j.Sender, se)
+		// Not the recipient's fault: the row waits for a run this sender
+		// may send in, and no attempt is spent.
+		r.Outcome, r.NextAt = OutcomeRelease, e.dueAfterRest(now)
+	case campaign.Paused:
+		r.Outcome, r.NextAt = OutcomeRelease, e.dueAfterRest(now)
 	case campaign.PairLimited:
 		// Meta: retry after 4^X seconds.
-		return e.retry(r, j, now.Add(time.Duration(math.Pow(4, float64(j.Attempts-1))*float64(e.cfg.PairBase))))
+		return e.retry(r, j, se, now.Add(time.Duration(math.Pow(4, float64(j.Attempts-1))*float64(e.cfg.PairBase))))
 	case campaign.Transient:
-		return e.retry(r, j, now.Add(campaign.Backoff(j.Attempts, e.cfg.BackoffBase, e.cfg.BackoffMax, e.cfg.Jitter())))
+		return e.retry(r, j, se, now.Add(campaign.Backoff(j.Attempts, e.cfg.BackoffBase, e.cfg.BackoffMax, e.cfg.Jitter())))
 	case campaign.Permanent:
 		e.failed.Add(1)
-		r.Outcome = OutcomeFailed
+		r.Outcome, r.Reason = OutcomeFailed, se.Reason
 	case campaign.NeverLeft:
 		// Safe to send again, and no attempt spent.
 		if n := e.unsentStreak.Add(1); n >= int64(e.cfg.Unreachable) {
@@ -428,16 +562,73 @@ func (e *Engine) outcome(j Job, wamid string, err error, now time.Time) Result {
 	return r
 }
 
-func (e *Engine) retry(r Result, j Job, at time.Time) Result {
+func (e *Engine) retry(r Result, j Job, se *campaign.SendError, at time.Time) Result {
 	if j.Attempts >= e.cfg.MaxAttempts {
 		e.failed.Add(1)
-		r.Outcome = OutcomeFailed
+		r.Outcome, r.Reason = OutcomeFailed, se.Reason
 		r.Title = fmt.Sprintf("%s (after %d attempts)", r.Title, j.Attempts)
 		return r
 	}
 	e.retries.Add(1)
 	r.Outcome, r.NextAt = OutcomeRetry, at
 	return r
+}
+
+// dueAfterRest is when a row released at now falls due: at the end of
+// the run's rest, if any.
+func (e *Engine) dueAfterRest(now time.Time) time.Time {
+	if until := e.RestUntil(); until.After(now) {
+		return until
+	}
+	return now
+}
+
+// restSender stops sender for the rest of the run: its claimer claims no
+// more and the rows it holds go back; its requests in flight finish.
+func (e *Engine) restSender(sender string, se *campaign.SendError) {
+	e.mu.Lock()
+	first := !slices.ContainsFunc(e.rests, func(r Rest) bool { return r.Sender == sender })
+	if first {
+		e.rests = append(e.rests, Rest{Sender: sender, Code: se.Code, Title: se.Title})
+	}
+	stop := e.stopSender[sender]
+	e.mu.Unlock()
+	if !first {
+		return
+	}
+	e.log.Warn("sender rested for the rest of the run: its rows wait", "sender", sender, "code", se.Code, "title", se.Title)
+	if stop != nil {
+		stop()
+	}
+}
+
+// rest holds every request of the run until until (a later, longer rest
+// extends it, a shorter one changes nothing). A rest that ends beyond the
+// retry horizon stops the run; rows it keeps from leaving fall due at its
+// end. attrs say what asked for it, for the log.
+func (e *Engine) rest(now, until time.Time, attrs ...any) {
+	e.mu.Lock()
+	began := !e.restUntil.After(now)
+	longer := until.After(e.restUntil)
+	if longer {
+		e.restUntil = until
+	}
+	stop := longer && until.Sub(now) > e.cfg.RetryHorizon && !e.restStop
+	if stop {
+		e.restStop = true
+	}
+	e.mu.Unlock()
+	// Once per rest: the answers to the requests in flight repeat it.
+	attrs = append([]any{"until", until.Format(time.RFC3339), "for", until.Sub(now).Round(time.Second)}, attrs...)
+	switch {
+	case stop:
+		e.log.Warn("the API asks to send nothing more until then, beyond the retry horizon: stopping the run", attrs...)
+		e.stopReq()
+	case began && longer:
+		e.log.Warn("the API asks to send nothing more until then: waiting", attrs...)
+	case longer:
+		e.log.Debug("rest extended", attrs...)
+	}
 }
 
 // setFatal stops the run with err, which Run returns. The caller reports

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -24,7 +27,7 @@ import (
 // fakeSender answers with fn; it counts the calls per row and keeps the
 // instant of each.
 type fakeSender struct {
-	fn    func(m campaign.Message, call int) (string, error)
+	fn    func(m campaign.Message, call int) (campaign.Receipt, error)
 	mu    sync.Mutex
 	calls map[int64]int
 	at    []time.Time
@@ -39,8 +42,7 @@ func (f *fakeSender) Send(ctx context.Context, m campaign.Message) (campaign.Rec
 	call := f.calls[m.Row]
 	f.at = append(f.at, time.Now())
 	f.mu.Unlock()
-	id, err := f.fn(m, call)
-	return campaign.Receipt{ID: id}, err
+	return f.fn(m, call)
 }
 
 func (f *fakeSender) count(row int64) int {
@@ -49,7 +51,9 @@ func (f *fakeSender) count(row int64) int {
 	return f.calls[row]
 }
 
-func accept(m campaign.Message, _ int) (string, error) { return fmt.Sprintf("wamid.%d", m.Row), nil }
+func accept(m campaign.Message, _ int) (campaign.Receipt, error) {
+	return campaign.Receipt{ID: fmt.Sprintf("wamid.%d", m.Row)}, nil
+}
 
 // sendErr is an error as a channel adapter classifies it.
 func sendErr(class campaign.Class, code int) error {
@@ -118,17 +122,21 @@ func TestOutcomesByErrorClass(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				cp := checkpoint(20, "A", "B")
-				fs := &fakeSender{fn: func(m campaign.Message, call int) (string, error) {
+				fs := &fakeSender{fn: func(m campaign.Message, call int) (campaign.Receipt, error) {
 					if m.CallbackData != campaign.CallbackData("c1", m.Row) {
 						t.Errorf("callback data %q", m.CallbackData)
 					}
 					if err := tc.answer(call); err != nil {
-						return "", err
+						return campaign.Receipt{}, err
 					}
 					return accept(m, call)
 				}}
 				cfg := config(cp, fs, "A", "B")
 				cfg.Rate = tc.rate
+				// Above the 60 never-sent answers of the never-left case: with
+				// random jitter, 50 of them could come in a row and stop the
+				// run, which TestUnreachableStops tests.
+				cfg.Unreachable = 100
 				if err := engine.New(cfg).Run(context.Background()); err != nil {
 					t.Fatalf("Run: %v", err)
 				}
@@ -145,37 +153,406 @@ func TestOutcomesByErrorClass(t *testing.T) {
 	}
 }
 
-func TestRecordedCodeAndTitle(t *testing.T) {
+// TestRecordedFailure: a failed row keeps the code, title and reason of
+// the answer that failed it, at once or after its last attempt.
+func TestRecordedFailure(t *testing.T) {
+	cases := []struct {
+		name   string
+		class  campaign.Class
+		reason string
+		title  string
+	}{
+		{"permanent", campaign.Permanent, "", "test 131026"},
+		{"permanent with a reason", campaign.Permanent, campaign.FailMarketingCap, "test 131026"},
+		{"out of attempts", campaign.Transient, "", "test 131026 (after 3 attempts)"},
+		{"out of attempts with a reason", campaign.Transient, "flaky", "test 131026 (after 3 attempts)"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				cp := checkpoint(1, "A")
+				fs := &fakeSender{fn: func(m campaign.Message, call int) (campaign.Receipt, error) {
+					return campaign.Receipt{}, &campaign.SendError{Class: tc.class, Code: 131026, Title: "test 131026", Reason: tc.reason}
+				}}
+				if err := engine.New(config(cp, fs, "A")).Run(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+				s, _ := cp.State(1)
+				if s.Status != campaign.Failed || s.Code != 131026 || s.Title != tc.title || s.Reason != tc.reason {
+					t.Errorf("row 1: %s #%d %q reason %q, want failed #131026 %q reason %q", s.Status, s.Code, s.Title, s.Reason, tc.title, tc.reason)
+				}
+			})
+		})
+	}
+}
+
+// TestHeldSendsAreCountedAndRecorded: a send the provider accepted but
+// held is sent, recorded as held and counted apart.
+func TestHeldSendsAreCountedAndRecorded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		cp := checkpoint(2, "A")
-		fs := &fakeSender{fn: func(m campaign.Message, call int) (string, error) {
-			if m.Row == 1 {
-				return "", sendErr(campaign.Permanent, 131026)
-			}
-			return "", sendErr(campaign.Transient, 131000)
+		cp := checkpoint(10, "A", "B")
+		held := func(row int64) bool { return row%3 == 0 }
+		fs := &fakeSender{fn: func(m campaign.Message, call int) (campaign.Receipt, error) {
+			rc, err := accept(m, call)
+			rc.Held = held(m.Row)
+			return rc, err
 		}}
-		if err := engine.New(config(cp, fs, "A")).Run(context.Background()); err != nil {
+		eng := engine.New(config(cp, fs, "A", "B"))
+		if err := eng.Run(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		for _, w := range []struct {
-			row   int64
-			title string
-		}{{1, "test 131026"}, {2, "test 131000 (after 3 attempts)"}} {
-			s, _ := cp.State(w.row)
-			if s.Status != campaign.Failed || s.Title != w.title {
-				t.Errorf("row %d: %s %q, want failed %q", w.row, s.Status, s.Title, w.title)
+		if st := eng.Stats(); st.Sent != 10 || st.Held != 3 {
+			t.Errorf("stats: %d sent, %d held; want 10 sent, 3 of them held", st.Sent, st.Held)
+		}
+		for row := int64(1); row <= 10; row++ {
+			if s, _ := cp.State(row); s.Status != campaign.Sent || s.WAMID == "" || s.Held != held(row) {
+				t.Errorf("row %d: %s %q held %v, want sent, held %v", row, s.Status, s.WAMID, s.Held, held(row))
 			}
 		}
 	})
+}
+
+// logs keeps the records of a run's log.
+type logs struct {
+	mu   sync.Mutex
+	recs []slog.Record
+}
+
+func (l *logs) Enabled(context.Context, slog.Level) bool { return true }
+func (l *logs) WithAttrs([]slog.Attr) slog.Handler       { return l }
+func (l *logs) WithGroup(string) slog.Handler            { return l }
+func (l *logs) Handle(_ context.Context, r slog.Record) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.recs = append(l.recs, r.Clone())
+	return nil
+}
+
+// warnings counts the warnings whose message holds s.
+func (l *logs) warnings(s string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, r := range l.recs {
+		if r.Level == slog.LevelWarn && strings.Contains(r.Message, s) {
+			n++
+		}
+	}
+	return n
+}
+
+// TestSenderRested: a number the provider restricts sends nothing more in
+// the run: its rows wait with no attempt spent, the answers of its
+// requests in flight are recorded, and the other numbers finish.
+func TestSenderRested(t *testing.T) {
+	cases := []struct {
+		name    string
+		senders []string
+	}{
+		{"the other number finishes", []string{"A", "B"}},
+		{"the only number: the run ends", []string{"A"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var rows []enginetest.Row
+				for i, s := range tc.senders {
+					rows = append(rows, enginetest.Rows(int64(i*10+1), 10, s)...)
+				}
+				cp := enginetest.NewMemory(rows...)
+				restricted := &campaign.SendError{Class: campaign.SenderRested, Code: 131048, Title: "Spam rate limit hit"}
+				var mu sync.Mutex
+				var restedAt time.Time
+				var fromA []time.Time
+				fs := &fakeSender{fn: func(m campaign.Message, call int) (campaign.Receipt, error) {
+					mu.Lock()
+					if m.From == "A" {
+						fromA = append(fromA, time.Now())
+					}
+					mu.Unlock()
+					// Only the first call: a run that sent A's rows again would
+					// be accepted, and caught.
+					if m.From == "A" && m.Row == 3 && call == 1 {
+						mu.Lock()
+						restedAt = time.Now()
+						mu.Unlock()
+						return campaign.Receipt{}, restricted
+					}
+					time.Sleep(time.Second) // rows 1 and 2 are in flight when row 3 is answered
+					if m.From == "A" && m.Row == 2 && call == 1 {
+						return campaign.Receipt{}, restricted // the same news again: one rest, one warning
+					}
+					return accept(m, call)
+				}}
+				cfg := config(cp, fs, tc.senders...)
+				cfg.Rate, cfg.Concurrency = 10, 40 // A's requests leave 0.1 s apart
+				var log logs
+				cfg.Log = slog.New(&log)
+				eng := engine.New(cfg)
+				start := time.Now()
+				if err := eng.Run(context.Background()); err != nil {
+					t.Fatalf("Run: %v, want nil: a rest is not an error", err)
+				}
+				if el := time.Since(start); el > 3*time.Second {
+					t.Errorf("the run took %v, want it to end once the requests in flight are answered", el)
+				}
+				if got, want := eng.Rested(), []engine.Rest{{Sender: "A", Code: 131048, Title: "Spam rate limit hit"}}; !slices.Equal(got, want) {
+					t.Errorf("Rested() = %+v, want %+v", got, want)
+				}
+				if n := log.warnings("rested"); n != 1 {
+					t.Errorf("%d warnings of a rested number, want 1", n)
+				}
+				for i, at := range fromA {
+					if at.After(restedAt) {
+						t.Errorf("A's request %d left %v after A was rested", i, at.Sub(restedAt))
+					}
+				}
+				for row := int64(1); row <= 10; row++ {
+					s, _ := cp.State(row)
+					switch {
+					case row == 1:
+						if s.Status != campaign.Sent {
+							t.Errorf("row 1 (in flight at the rest) is %s, want sent", s.Status)
+						}
+					case s.Status != campaign.Pending || s.Attempts != 0:
+						t.Errorf("row %d is %s after %d attempts, want pending with none spent", row, s.Status, s.Attempts)
+					case row > 3 && fs.count(row) != 0:
+						t.Errorf("row %d sent after A was rested", row)
+					}
+				}
+				if len(tc.senders) > 1 {
+					for row := int64(11); row <= 20; row++ {
+						if s, _ := cp.State(row); s.Status != campaign.Sent {
+							t.Errorf("B's row %d is %s, want sent", row, s.Status)
+						}
+					}
+				}
+			})
+		})
+	}
+}
+
+// restRecorder wraps an answer and notes the rests it asks for: when the
+// first was answered and when the longest ends.
+type restRecorder struct {
+	mu         sync.Mutex
+	first, end time.Time
+}
+
+func (r *restRecorder) note(rc campaign.Receipt, err error) {
+	d := rc.RestFor
+	if se := (*campaign.SendError)(nil); errors.As(err, &se) {
+		d = se.RestFor
+	}
+	if d <= 0 {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := time.Now()
+	if r.first.IsZero() {
+		r.first = now
+	}
+	if end := now.Add(d); end.After(r.end) {
+		r.end = end
+	}
+}
+
+func paused(d time.Duration) error {
+	return &campaign.SendError{Class: campaign.Paused, Code: 134101, Title: "template still syncing", RestFor: d}
+}
+
+func budgetSpent(row int64, d time.Duration) campaign.Receipt {
+	return campaign.Receipt{ID: fmt.Sprintf("wamid.%d", row), RestFor: d}
+}
+
+// restCase is a run in which the provider asks for a rest. Each answer
+// comes after latency; rate and concurrency choose where the next request
+// waits when the rest comes: in the pacer or in the gate.
+type restCase struct {
+	name        string
+	rate        float64
+	concurrency int
+	latency     time.Duration
+	answer      func(m campaign.Message, call int) (campaign.Receipt, error)
+}
+
+// run runs tc on rows of one number: the run must return nil and warn of
+// the rest once.
+func (tc restCase) run(t *testing.T, rows int, horizon time.Duration) (*enginetest.Memory, *fakeSender, *engine.Engine, *restRecorder) {
+	t.Helper()
+	cp := checkpoint(rows, "A")
+	var rests restRecorder
+	fs := &fakeSender{fn: func(m campaign.Message, call int) (campaign.Receipt, error) {
+		time.Sleep(tc.latency) // the next request is waiting when the rest comes
+		rc, err := tc.answer(m, call)
+		rests.note(rc, err)
+		return rc, err
+	}}
+	cfg := config(cp, fs, "A")
+	cfg.Rate, cfg.Concurrency, cfg.RetryHorizon = tc.rate, tc.concurrency, horizon
+	var log logs
+	cfg.Log = slog.New(&log)
+	eng := engine.New(cfg)
+	if err := eng.Run(context.Background()); err != nil {
+		t.Fatalf("Run: %v, want nil: a rest is not an error", err)
+	}
+	if rests.first.IsZero() {
+		t.Fatal("no answer asked for a rest: the test proves nothing")
+	}
+	if n := log.warnings("send nothing more"); n != 1 {
+		t.Errorf("%d warnings of the rest, want 1", n)
+	}
+	return cp, fs, eng, &rests
+}
+
+// TestRestWithinHorizon: when the provider asks for a rest that ends
+// within the retry horizon, no request leaves until it ends, then the run
+// goes on at once and sends every row, the paused one with no attempt
+// spent.
+func TestRestWithinHorizon(t *testing.T) {
+	cases := []restCase{
+		{"paused, next request waiting in the pacer", 1, 8, 10 * time.Millisecond, func(m campaign.Message, call int) (campaign.Receipt, error) {
+			if m.Row == 3 && call == 1 {
+				return campaign.Receipt{}, paused(30 * time.Second)
+			}
+			return accept(m, call)
+		}},
+		{"paused, next request waiting in the gate", 0, 1, time.Second, func(m campaign.Message, call int) (campaign.Receipt, error) {
+			if m.Row == 3 && call == 1 {
+				return campaign.Receipt{}, paused(30 * time.Second)
+			}
+			return accept(m, call)
+		}},
+		{"call budget spent", 1, 8, 10 * time.Millisecond, func(m campaign.Message, call int) (campaign.Receipt, error) {
+			if m.Row == 3 {
+				return budgetSpent(m.Row, 30*time.Second), nil
+			}
+			return accept(m, call)
+		}},
+		// Row 2 is answered after row 3, while row 4 waits in the pacer.
+		{"a shorter rest does not shorten it", 1, 8, 10 * time.Millisecond, func(m campaign.Message, call int) (campaign.Receipt, error) {
+			switch {
+			case m.Row == 3 && call == 1:
+				return campaign.Receipt{}, paused(30 * time.Second)
+			case m.Row == 2:
+				time.Sleep(1500 * time.Millisecond)
+				return budgetSpent(m.Row, 5*time.Second), nil
+			}
+			return accept(m, call)
+		}},
+		{"a longer rest extends it", 1, 8, 10 * time.Millisecond, func(m campaign.Message, call int) (campaign.Receipt, error) {
+			switch {
+			case m.Row == 3 && call == 1:
+				return campaign.Receipt{}, paused(30 * time.Second)
+			case m.Row == 2:
+				time.Sleep(1500 * time.Millisecond)
+				return budgetSpent(m.Row, time.Minute), nil
+			}
+			return accept(m, call)
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				const rows = 8
+				cp, fs, eng, rests := tc.run(t, rows, 5*time.Minute)
+				if c := cp.Counts(); c.Sent != rows {
+					t.Fatalf("counts = %+v, want all %d sent", c, rows)
+				}
+				resumed := false
+				for i, at := range fs.at {
+					if at.After(rests.first) && at.Before(rests.end) {
+						t.Errorf("request %d left %v into a rest of %v", i, at.Sub(rests.first), rests.end.Sub(rests.first))
+					}
+					resumed = resumed || at.Equal(rests.end)
+				}
+				if !resumed {
+					t.Errorf("no request left when the rest ended, %v after it began", rests.end.Sub(rests.first))
+				}
+				for row := int64(1); row <= rows; row++ {
+					if s, _ := cp.State(row); s.Attempts != 1 {
+						t.Errorf("row %d sent after %d attempts, want 1: a rest spends none", row, s.Attempts)
+					}
+				}
+				if u := eng.RestUntil(); !u.IsZero() {
+					t.Errorf("RestUntil() = %v after the rest, want zero", u)
+				}
+			})
+		})
+	}
+}
+
+// TestRestBeyondHorizon: a rest that ends beyond the retry horizon stops
+// the run at once: no request leaves after it, and the rows it kept back
+// are pending with no attempt spent, due when it ends.
+func TestRestBeyondHorizon(t *testing.T) {
+	cases := []restCase{
+		{"paused", 0, 1, time.Second, func(m campaign.Message, call int) (campaign.Receipt, error) {
+			if m.Row == 3 && call == 1 {
+				return campaign.Receipt{}, paused(10 * time.Minute)
+			}
+			return accept(m, call)
+		}},
+		{"call budget spent", 1, 8, 10 * time.Millisecond, func(m campaign.Message, call int) (campaign.Receipt, error) {
+			if m.Row == 3 {
+				return budgetSpent(m.Row, 10*time.Minute), nil
+			}
+			return accept(m, call)
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				const rows = 8
+				start := time.Now()
+				cp, fs, eng, rests := tc.run(t, rows, 5*time.Minute)
+				if el := time.Since(start); el > time.Minute {
+					t.Errorf("the run took %v, want it to stop at the rest", el)
+				}
+				for i, at := range fs.at {
+					if at.After(rests.first) {
+						t.Errorf("request %d left %v after the rest began", i, at.Sub(rests.first))
+					}
+				}
+				if u := eng.RestUntil(); !u.Equal(rests.end) {
+					t.Errorf("RestUntil() = %v, want %v", u, rests.end)
+				}
+				c := cp.Counts()
+				if c.Sending != 0 || c.InDoubt != 0 || c.Pending < rows-3 || c.Sent+c.Pending != rows {
+					t.Fatalf("counts = %+v, want the rows after the rest pending", c)
+				}
+				keptBack := 0
+				for row := int64(1); row <= rows; row++ {
+					s, _ := cp.State(row)
+					if s.Status != campaign.Pending {
+						continue
+					}
+					if s.Attempts != 0 {
+						t.Errorf("row %d pending after %d attempts, want none spent", row, s.Attempts)
+					}
+					if claimed := !s.AttemptedAt.IsZero(); claimed {
+						keptBack++
+						if end := time.UnixMilli(rests.end.UnixMilli()); !s.NextAt.Equal(end) { // the checkpoint keeps milliseconds
+							t.Errorf("row %d (claimed, kept back) due %v, want at the rest's end %v", row, s.NextAt, end)
+						}
+					}
+				}
+				if keptBack == 0 {
+					t.Error("no claimed row was kept back: the test proves nothing about their due time")
+				}
+			})
+		})
+	}
 }
 
 func TestFatalStopsAtOnceAndLeavesRowsPending(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		cp := checkpoint(500, "A")
 		var calls atomic.Int64
-		fs := &fakeSender{fn: func(m campaign.Message, call int) (string, error) {
+		fs := &fakeSender{fn: func(m campaign.Message, call int) (campaign.Receipt, error) {
 			if calls.Add(1) > 10 {
-				return "", sendErr(campaign.Fatal, 190)
+				return campaign.Receipt{}, sendErr(campaign.Fatal, 190)
 			}
 			return accept(m, call)
 		}}
@@ -201,7 +578,7 @@ func TestCancelDrainsInFlight(t *testing.T) {
 		cp := checkpoint(2000, "A")
 		ctx, cancel := context.WithCancel(context.Background())
 		var calls atomic.Int64
-		fs := &fakeSender{fn: func(m campaign.Message, call int) (string, error) {
+		fs := &fakeSender{fn: func(m campaign.Message, call int) (campaign.Receipt, error) {
 			if calls.Add(1) == 50 {
 				cancel()
 			}
@@ -228,8 +605,8 @@ func TestCancelDrainsInFlight(t *testing.T) {
 func TestUnreachableStops(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		cp := checkpoint(100, "A")
-		fs := &fakeSender{fn: func(m campaign.Message, call int) (string, error) {
-			return "", &campaign.SendError{Class: campaign.NeverLeft, Err: syscall.ECONNREFUSED}
+		fs := &fakeSender{fn: func(m campaign.Message, call int) (campaign.Receipt, error) {
+			return campaign.Receipt{}, &campaign.SendError{Class: campaign.NeverLeft, Err: syscall.ECONNREFUSED}
 		}}
 		cfg := config(cp, fs, "A")
 		cfg.Unreachable = 10
@@ -248,9 +625,9 @@ func TestUnreachableStops(t *testing.T) {
 func TestRetriesWithinHorizonAreWaitedFor(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		cp := checkpoint(1, "A")
-		fs := &fakeSender{fn: func(m campaign.Message, call int) (string, error) {
+		fs := &fakeSender{fn: func(m campaign.Message, call int) (campaign.Receipt, error) {
 			if call == 1 {
-				return "", sendErr(campaign.Transient, 131000)
+				return campaign.Receipt{}, sendErr(campaign.Transient, 131000)
 			}
 			return accept(m, call)
 		}}
@@ -272,7 +649,9 @@ func TestRetriesWithinHorizonAreWaitedFor(t *testing.T) {
 func TestRetriesBeyondHorizonEndTheRun(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		cp := checkpoint(5, "A")
-		fs := &fakeSender{fn: func(m campaign.Message, call int) (string, error) { return "", sendErr(campaign.Transient, 131000) }}
+		fs := &fakeSender{fn: func(m campaign.Message, call int) (campaign.Receipt, error) {
+			return campaign.Receipt{}, sendErr(campaign.Transient, 131000)
+		}}
 		cfg := config(cp, fs, "A")
 		cfg.BackoffBase, cfg.BackoffMax, cfg.RetryHorizon = time.Hour, time.Hour, time.Minute
 		cfg.Jitter = func() float64 { return 0.5 } // retries due in 30 minutes
@@ -306,7 +685,7 @@ func TestPacing(t *testing.T) {
 		cp := checkpoint(rows, "A", "B")
 		var mu sync.Mutex
 		at := map[string][]time.Time{}
-		fs := &fakeSender{fn: func(m campaign.Message, call int) (string, error) {
+		fs := &fakeSender{fn: func(m campaign.Message, call int) (campaign.Receipt, error) {
 			mu.Lock()
 			at[m.From] = append(at[m.From], time.Now())
 			mu.Unlock()
@@ -349,11 +728,51 @@ func TestRecordFailureStopsAndKeepsTheFatalAnswer(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		diskFull := errors.New("database or disk is full")
 		cp := failingRecord{checkpoint(50, "A"), diskFull}
-		fs := &fakeSender{fn: func(m campaign.Message, call int) (string, error) { return "", sendErr(campaign.Fatal, 190) }}
+		fs := &fakeSender{fn: func(m campaign.Message, call int) (campaign.Receipt, error) {
+			return campaign.Receipt{}, sendErr(campaign.Fatal, 190)
+		}}
 		err := engine.New(config(cp, fs, "A")).Run(context.Background())
 		var fatal *engine.FatalError
 		if !errors.Is(err, diskFull) || !errors.As(err, &fatal) || fatal.Err.Code != 190 {
 			t.Fatalf("Run: %v, want the record failure and the fatal 190", err)
+		}
+	})
+}
+
+// interruptedRead is a checkpoint whose reads of when sender's rows fall
+// due last until the run stops them, as a read of the SQLite store can be
+// cut short.
+type interruptedRead struct {
+	*enginetest.Memory
+	sender string
+}
+
+func (c interruptedRead) NextDue(ctx context.Context, sender string) (time.Time, bool, error) {
+	if sender != c.sender {
+		return c.Memory.NextDue(ctx, sender)
+	}
+	<-ctx.Done()
+	return time.Time{}, false, fmt.Errorf("next due: %w", ctx.Err())
+}
+
+// TestRestStopIsNoError: a rest beyond the horizon stops the run while
+// another number's claimer reads the checkpoint; the read cut short is not
+// the run's error.
+func TestRestStopIsNoError(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cp := interruptedRead{checkpoint(5, "A"), "B"} // B has no rows: its claimer waits in NextDue
+		fs := &fakeSender{fn: func(m campaign.Message, call int) (campaign.Receipt, error) {
+			time.Sleep(10 * time.Millisecond)
+			return budgetSpent(m.Row, 10*time.Minute), nil
+		}}
+		cfg := config(cp, fs, "A", "B")
+		cfg.Concurrency = 1
+		eng := engine.New(cfg)
+		if err := eng.Run(context.Background()); err != nil {
+			t.Fatalf("Run: %v, want nil: the run stopped for a rest", err)
+		}
+		if eng.RestUntil().IsZero() {
+			t.Fatal("the run did not rest: the test proves nothing")
 		}
 	})
 }

@@ -30,8 +30,10 @@ type State struct {
 	NextAt      time.Time
 	AttemptedAt time.Time
 	WAMID       string
+	Held        bool // sent, held back by the provider
 	Code        int
 	Title       string
+	Reason      string // failed: a stable failure name
 }
 
 // Memory is an engine.Checkpoint in memory, with the SQLite store's
@@ -94,9 +96,9 @@ func (m *Memory) Record(ctx context.Context, results []engine.Result) error {
 		s := &m.rows[i]
 		switch r.Outcome {
 		case engine.OutcomeSent:
-			s.Status, s.WAMID, s.Code, s.Title = campaign.Sent, r.WAMID, 0, ""
+			s.Status, s.WAMID, s.Held, s.Code, s.Title = campaign.Sent, r.WAMID, r.Held, 0, ""
 		case engine.OutcomeFailed:
-			s.Status, s.Code, s.Title = campaign.Failed, r.Code, r.Title
+			s.Status, s.Code, s.Title, s.Reason = campaign.Failed, r.Code, r.Title, r.Reason
 		case engine.OutcomeRetry:
 			s.Status, s.Code, s.Title, s.NextAt = campaign.Pending, r.Code, r.Title, ms(r.NextAt)
 		case engine.OutcomeInDoubt:
