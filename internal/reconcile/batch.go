@@ -10,7 +10,7 @@ import (
 // add puts one status into the batch, by row when its callback data is
 // ours, else by wamid for flush to look up.
 func (rc *Reconciler) add(s Status) {
-	e, ok := proof(s.Status, s.WAMID, s.Timestamp, s.ErrorCode, s.ErrorTitle)
+	e, ok := proof(&s, rc.b.prices)
 	if !ok {
 		rc.sum.Unknown++
 		return
@@ -126,10 +126,14 @@ func (rc *Reconciler) flush(ctx context.Context) error {
 			}
 		}
 		states[row] = s
-		if s.WAMID != old.WAMID || s.Code != old.Code || s.Title != old.Title {
-			rc.saveIDs = append(rc.saveIDs, s)
+		d := s
+		if !unpriced(old.Price) {
+			d.Price = campaign.Pricing{} // stored already, and never replaced: nothing to write
+		}
+		if s.WAMID != old.WAMID || s.Code != old.Code || s.Title != old.Title || s.Reason != old.Reason {
+			rc.saveIDs = append(rc.saveIDs, d)
 		} else {
-			rc.save = append(rc.save, s)
+			rc.save = append(rc.save, d)
 		}
 		if m, ok := rc.move(old, s); ok {
 			rc.moves = append(rc.moves, m)
@@ -184,6 +188,7 @@ type batch struct {
 	wamids map[string]int32 // wamid → aggs index
 	aggs   blocks[agg]
 	seen   blocks[seen]
+	prices prices // the pricings of its statuses
 }
 
 // agg is the merged evidence of one row or wamid.
@@ -200,7 +205,7 @@ type seen struct {
 }
 
 func newBatch() batch {
-	return batch{rows: map[int64]int32{}, wamids: map[string]int32{}}
+	return batch{rows: map[int64]int32{}, wamids: map[string]int32{}, prices: prices{}}
 }
 
 func (b *batch) reset() {
@@ -209,6 +214,7 @@ func (b *batch) reset() {
 	clear(b.wamids)
 	b.aggs.reset()
 	b.seen.reset()
+	clear(b.prices)
 }
 
 func (b *batch) newAgg() int32 {

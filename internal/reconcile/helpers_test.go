@@ -42,6 +42,7 @@ type seed struct {
 	skip     bool      // imported as skipped
 	attempts int       // claims made (0: a pending row never claimed)
 	at       time.Time // instant of the claims; zero means at(0)
+	held     bool      // sent (s.Status), and held back by WhatsApp
 	s        state
 }
 
@@ -115,6 +116,9 @@ func checkpoint(t testing.TB, rows []seed) *store.Store {
 			}
 			if n == sd.attempts && sd.s.Status == campaign.Pending {
 				res.Outcome, res.NextAt = engine.OutcomeRetry, at(1e6)
+			}
+			if n == sd.attempts && sd.held {
+				res = engine.Result{Row: row, Outcome: engine.OutcomeSent, WAMID: sd.s.WAMID, Held: true, At: when}
 			}
 			record(t, st, res)
 		}
@@ -288,10 +292,27 @@ func full(t testing.TB, st *store.Store, n int) []string {
 	t.Helper()
 	out := make([]string, n)
 	for i, s := range export(t, st, n) {
-		out[i] = fmt.Sprintf("%d %s %s %q %d %d %d %d %d %d %q", s.Row, s.Status, s.WAMID, s.ErrorTitle, s.ErrorCode,
-			unixMS(s.SentAt), unixMS(s.DeliveredAt), unixMS(s.ReadAt), s.Attempts, unixMS(s.AttemptedAt), s.Sender)
+		out[i] = fmt.Sprintf("%d %s %s %q %d %d %d %d %d %d %q %q %v %s", s.Row, s.Status, s.WAMID, s.ErrorTitle, s.ErrorCode,
+			unixMS(s.SentAt), unixMS(s.DeliveredAt), unixMS(s.ReadAt), s.Attempts, unixMS(s.AttemptedAt), s.Sender,
+			s.FailReason, s.Held, pricing(s.Price))
 	}
 	return out
+}
+
+// pricing is p in one word: category/type/billable, "-" for a part not
+// said.
+func pricing(p campaign.Pricing) string {
+	b := "-"
+	if p.Billable != nil {
+		b = fmt.Sprint(*p.Billable)
+	}
+	or := func(s string) string {
+		if s == "" {
+			return "-"
+		}
+		return s
+	}
+	return or(p.Category) + "/" + or(p.Type) + "/" + b
 }
 
 func unixMS(t time.Time) int64 {

@@ -14,7 +14,16 @@
 // A failed row without a wamid failed before Meta answered (synchronously,
 // or by the in-doubt policy); a status proves it did reach Meta, so it
 // moves like an in-doubt row. Skipped rows never change. Timestamps keep
-// the earliest instant seen for each status.
+// the earliest instant seen for each status. A failed row keeps the
+// failure's reason (campaign.FailMarketingCap) with its code and title. A
+// row sent but held back (the store's held flag) is a sent row here: a
+// failed status (132015) fails it, a delivered one delivers it.
+//
+// A row's pricing (category, type, billable) is the first one a status
+// gave it and is never replaced: within a batch, that of the earliest
+// status that carried one. Meta gives every status of a message the same
+// pricing, so this too does not depend on the order of the statuses; for
+// statuses of one row that disagree, it depends on where a batch ends.
 //
 // A status matches a row by its biz_opaque_callback_data when bulksend
 // wrote it, else by its wamid: the one the send recorded, or one that a
@@ -50,9 +59,10 @@ type Checkpoint interface {
 	// the rows holding the given message IDs, keyed by row, leaving the
 	// other entries of out alone. Unknown rows and IDs are absent.
 	Deliveries(ctx context.Context, rows []int64, wamids []string, out map[int64]Delivery) error
-	// SaveDeliveries writes, in one durable step, the status and times of
-	// all the deliveries given, and also the message ID, code and title
-	// of those in withIDs.
+	// SaveDeliveries writes, in one durable step, the status, times and
+	// pricing of all the deliveries given, and also the message ID, code,
+	// title and reason of those in withIDs. A row's pricing, once stored,
+	// is never replaced: a delivery's applies only to a row that has none.
 	SaveDeliveries(ctx context.Context, withIDs, others []Delivery, now time.Time) error
 	// RecoverSending makes the rows a run left sending in doubt. Only
 	// called while no run can be sending: the caller holds the checkpoint.

@@ -103,8 +103,10 @@ func (s *Store) NextDue(ctx context.Context, sender string) (t time.Time, ok boo
 	return time.UnixMilli(v.Int64), true, nil
 }
 
-// Record writes results in one transaction. Only rows still `sending` are
-// changed, so a result can never overwrite a settled row.
+// Record writes results in one transaction, one prepared statement per
+// outcome. Only rows still `sending` are changed, so a result can never
+// overwrite a settled row. A sent result keeps its Held flag (held), a
+// failed one its Reason (fail_reason, NULL for "").
 func (s *Store) Record(ctx context.Context, results []engine.Result) (err error) {
 	defer full(&err)
 	if len(results) == 0 {
@@ -117,8 +119,8 @@ func (s *Store) Record(ctx context.Context, results []engine.Result) (err error)
 	defer tx.Rollback()
 	// Each statement takes the arguments it names, in this order.
 	stmts := map[engine.Outcome]string{
-		engine.OutcomeSent:    `UPDATE recipients SET status = 'sent', wamid = ?, sent_at = ?, updated_at = ?, error_code = NULL, error_title = NULL WHERE row = ? AND status = 'sending'`,
-		engine.OutcomeFailed:  `UPDATE recipients SET status = 'failed', error_code = ?, error_title = ?, updated_at = ? WHERE row = ? AND status = 'sending'`,
+		engine.OutcomeSent:    `UPDATE recipients SET status = 'sent', wamid = ?, held = ?, sent_at = ?, updated_at = ?, error_code = NULL, error_title = NULL, fail_reason = NULL WHERE row = ? AND status = 'sending'`,
+		engine.OutcomeFailed:  `UPDATE recipients SET status = 'failed', error_code = ?, error_title = ?, fail_reason = ?, updated_at = ? WHERE row = ? AND status = 'sending'`,
 		engine.OutcomeRetry:   `UPDATE recipients SET status = 'pending', error_code = ?, error_title = ?, next_at = ?, updated_at = ? WHERE row = ? AND status = 'sending'`,
 		engine.OutcomeInDoubt: `UPDATE recipients SET status = 'in_doubt', error_code = ?, error_title = ?, updated_at = ? WHERE row = ? AND status = 'sending'`,
 		engine.OutcomeRelease: `UPDATE recipients SET status = 'pending', attempts = attempts - 1, next_at = ?, updated_at = ? WHERE row = ? AND status = 'sending'`,
@@ -141,8 +143,10 @@ func (s *Store) Record(ctx context.Context, results []engine.Result) (err error)
 		var args []any
 		switch r.Outcome {
 		case engine.OutcomeSent:
-			args = []any{r.WAMID, ms(r.At), ms(r.At), r.Row}
-		case engine.OutcomeFailed, engine.OutcomeInDoubt:
+			args = []any{r.WAMID, r.Held, ms(r.At), ms(r.At), r.Row}
+		case engine.OutcomeFailed:
+			args = []any{code, nullString(r.Title), nullString(r.Reason), ms(r.At), r.Row}
+		case engine.OutcomeInDoubt:
 			args = []any{code, nullString(r.Title), ms(r.At), r.Row}
 		case engine.OutcomeRetry:
 			args = []any{code, nullString(r.Title), ms(r.NextAt), ms(r.At), r.Row}

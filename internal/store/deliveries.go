@@ -17,7 +17,8 @@ import (
 // deliveryChunk is how many keys one query of Deliveries looks up.
 const deliveryChunk = 500
 
-const deliveryCols = `row, status, COALESCE(wamid, ''), COALESCE(error_code, 0), COALESCE(error_title, ''), COALESCE(sent_at, 0), COALESCE(delivered_at, 0), COALESCE(read_at, 0)`
+const deliveryCols = `row, status, COALESCE(wamid, ''), COALESCE(error_code, 0), COALESCE(error_title, ''), COALESCE(fail_reason, ''),
+	COALESCE(sent_at, 0), COALESCE(delivered_at, 0), COALESCE(read_at, 0), COALESCE(pricing_category, ''), COALESCE(pricing_type, ''), billable`
 
 // Deliveries puts into out the deliveries of the given rows and of the
 // rows holding the given wamids, keyed by row; it leaves the other entries
@@ -67,10 +68,16 @@ func (s *Store) Deliveries(ctx context.Context, rows []int64, wamids []string, o
 func scanDeliveries(rs *sql.Rows, out map[int64]reconcile.Delivery) error {
 	defer rs.Close()
 	var status sql.RawBytes
+	var billable sql.NullBool
 	for rs.Next() {
 		var d reconcile.Delivery
-		if err := rs.Scan(&d.Row, &status, &d.WAMID, &d.Code, &d.Title, &d.SentAt, &d.DeliveredAt, &d.ReadAt); err != nil {
+		if err := rs.Scan(&d.Row, &status, &d.WAMID, &d.Code, &d.Title, &d.Reason, &d.SentAt, &d.DeliveredAt, &d.ReadAt,
+			&d.Price.Category, &d.Price.Type, &billable); err != nil {
 			return err
+		}
+		if billable.Valid {
+			b := billable.Bool
+			d.Price.Billable = &b
 		}
 		d.Status = ""
 		for _, known := range campaign.Statuses { // the constant: no allocation
@@ -90,11 +97,15 @@ func scanDeliveries(rs *sql.Rows, out map[int64]reconcile.Delivery) error {
 const deliveryBatch = 128
 
 // SaveDeliveries writes deliveries in one transaction: the status,
-// sent_at, delivered_at and read_at of all of them, and also the wamid,
-// error_code and error_title of those in withIDs. Leaving the wamid of the
-// others alone spares its index. Reading the rows half as wide as a full
-// row, and writing them in multi-row statements, halves reconcile's cost
-// (BenchmarkReconcile).
+// sent_at, delivered_at, read_at and pricing of all of them, and also the
+// wamid, error_code, error_title and fail_reason of those in withIDs.
+// Leaving the wamid of the others alone spares its index. Reading the rows
+// half as wide as a full row, and writing them in multi-row statements,
+// halves reconcile's cost (BenchmarkReconcile).
+//
+// Each pricing column is written only where it is NULL: the first pricing
+// stored for a row stays (reconcile gives a row pricing only when it has
+// none, so this guards the rule rather than making it).
 func (s *Store) SaveDeliveries(ctx context.Context, withIDs, others []reconcile.Delivery, now time.Time) (err error) {
 	defer full(&err)
 	if len(withIDs)+len(others) == 0 {
@@ -105,66 +116,128 @@ func (s *Store) SaveDeliveries(ctx context.Context, withIDs, others []reconcile.
 		return fmt.Errorf("save states: %w", err)
 	}
 	defer tx.Rollback()
-	opt := func(v int64) any { // NULL for 0
-		if v == 0 {
-			return nil
-		}
-		return v
-	}
-	text := func(v string) any { // NULL for ""
-		if v == "" {
-			return nil
-		}
-		return v
-	}
 	at := now.UnixMilli()
 	if len(withIDs) > 0 {
-		up, err := tx.PrepareContext(ctx, `UPDATE recipients SET status = ?2, wamid = ?3, error_code = ?4, error_title = ?5,
-			sent_at = ?6, delivered_at = ?7, read_at = ?8, updated_at = ?9 WHERE row = ?1`)
+		up, err := tx.PrepareContext(ctx, `UPDATE recipients SET status = ?2, wamid = ?3, error_code = ?4, error_title = ?5, fail_reason = ?6,
+			sent_at = ?7, delivered_at = ?8, read_at = ?9, updated_at = ?10,
+			pricing_category = COALESCE(pricing_category, ?11), pricing_type = COALESCE(pricing_type, ?12), billable = COALESCE(billable, ?13)
+			WHERE row = ?1`)
 		if err != nil {
 			return fmt.Errorf("save states: %w", err)
 		}
 		defer up.Close()
 		for _, d := range withIDs {
-			if _, err := up.ExecContext(ctx, d.Row, string(d.Status), text(d.WAMID), opt(int64(d.Code)), text(d.Title),
-				opt(d.SentAt), opt(d.DeliveredAt), opt(d.ReadAt), at); err != nil {
+			if _, err := up.ExecContext(ctx, d.Row, string(d.Status), nullText(d.WAMID), nullInt(int64(d.Code)), nullText(d.Title), nullText(d.Reason),
+				nullInt(d.SentAt), nullInt(d.DeliveredAt), nullInt(d.ReadAt), at,
+				nullText(d.Price.Category), nullText(d.Price.Type), nullBool(d.Price.Billable)); err != nil {
 				return fmt.Errorf("save state of row %d: %w", d.Row, err)
 			}
 		}
 	}
 	// The others, deliveryBatch rows per statement: a third of the cost
-	// of a statement per row.
-	var full *sql.Stmt
-	args := make([]any, 0, 1+5*deliveryBatch)
-	for len(others) > 0 {
-		n := min(len(others), deliveryBatch)
-		args = append(args[:0], at)
-		for _, d := range others[:n] {
-			args = append(args, d.Row, statusArg(d.Status), opt(d.SentAt), opt(d.DeliveredAt), opt(d.ReadAt))
+	// of a statement per row. Those without a pricing to write (reconcile
+	// gives one only to a row that has none) go in statements that leave
+	// it alone, a third narrower.
+	for _, priced := range []bool{false, true} {
+		if err := saveOthers(ctx, tx, others, priced, at); err != nil {
+			return err
 		}
-		q := `UPDATE recipients SET status = v.column2, sent_at = v.column3, delivered_at = v.column4, read_at = v.column5, updated_at = ?1
-			FROM (VALUES ` + strings.TrimSuffix(strings.Repeat("(?,?,?,?,?),", n), ",") + `) AS v WHERE recipients.row = v.column1`
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("save states: %w", err)
+	}
+	return nil
+}
+
+// saveOthers writes the status, times and, if priced, pricing of the
+// deliveries that have a pricing (priced) or none (!priced), deliveryBatch
+// rows per statement.
+func saveOthers(ctx context.Context, tx *sql.Tx, others []reconcile.Delivery, priced bool, at int64) error {
+	width, set := 5, ``
+	if priced {
+		width, set = 8, `, pricing_category = COALESCE(recipients.pricing_category, v.column6),
+			pricing_type = COALESCE(recipients.pricing_type, v.column7), billable = COALESCE(recipients.billable, v.column8)`
+	}
+	one := "(" + strings.TrimSuffix(strings.Repeat("?,", width), ",") + "),"
+	var full *sql.Stmt // for statements of deliveryBatch rows
+	defer func() {
+		if full != nil {
+			full.Close()
+		}
+	}()
+	args := make([]any, 0, 1+width*deliveryBatch)
+	var n int
+	var first, last int64
+	flush := func() error {
+		q := `UPDATE recipients SET status = v.column2, sent_at = v.column3, delivered_at = v.column4, read_at = v.column5, updated_at = ?1` + set + `
+			FROM (VALUES ` + strings.TrimSuffix(strings.Repeat(one, n), ",") + `) AS v WHERE recipients.row = v.column1`
 		var err error
 		if n == deliveryBatch {
 			if full == nil {
 				if full, err = tx.PrepareContext(ctx, q); err != nil {
 					return fmt.Errorf("save states: %w", err)
 				}
-				defer full.Close()
 			}
 			_, err = full.ExecContext(ctx, args...)
 		} else {
 			_, err = tx.ExecContext(ctx, q, args...)
 		}
 		if err != nil {
-			return fmt.Errorf("save states of rows %d to %d: %w", others[0].Row, others[n-1].Row, err)
+			return fmt.Errorf("save states of rows %d to %d: %w", first, last, err)
 		}
-		others = others[n:]
+		n = 0
+		return nil
 	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("save states: %w", err)
+	for i := range others {
+		d := &others[i]
+		if unpriced(d.Price) == priced {
+			continue
+		}
+		if n == 0 {
+			args, first = append(args[:0], at), d.Row
+		}
+		last = d.Row
+		args = append(args, d.Row, statusArg(d.Status), nullInt(d.SentAt), nullInt(d.DeliveredAt), nullInt(d.ReadAt))
+		if priced {
+			args = append(args, nullText(d.Price.Category), nullText(d.Price.Type), nullBool(d.Price.Billable))
+		}
+		if n++; n == deliveryBatch {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+	}
+	if n > 0 {
+		return flush()
 	}
 	return nil
+}
+
+// unpriced reports whether p says nothing.
+func unpriced(p campaign.Pricing) bool { return p.Category == "" && p.Type == "" && p.Billable == nil }
+
+// nullInt is v as a query argument, NULL for 0.
+func nullInt(v int64) any {
+	if v == 0 {
+		return nil
+	}
+	return v
+}
+
+// nullText is v as a query argument, NULL for "".
+func nullText(v string) any {
+	if v == "" {
+		return nil
+	}
+	return v
+}
+
+// nullBool is *v as a query argument, NULL for nil.
+func nullBool(v *bool) any {
+	if v == nil {
+		return nil
+	}
+	return *v
 }
 
 // statusArgs are the statuses as query arguments, made once: converting a

@@ -10,6 +10,9 @@ import (
 	"github.com/bulksend/bulksend/internal/campaign"
 )
 
+// heldRows are the rows Report.Held counts: sent, and held back.
+const heldRows = `(status = 'sent' AND held = 1)`
+
 // Counts returns the number of rows in each status.
 func (s *Store) Counts(ctx context.Context) (campaign.Counts, error) {
 	var c campaign.Counts
@@ -39,6 +42,21 @@ type Report struct {
 	SentLast     int64     // rows accepted in the minute before At
 	At           time.Time
 	Deliveries   []time.Duration // sorted time from sent to delivered, for percentiles
+
+	// Held counts the sent rows that WhatsApp holds back (template
+	// pacing): accepted, and neither delivered nor failed yet. A held
+	// row that a webhook delivers, reads or fails counts as such.
+	Held int64
+	// FailedByReason counts failed rows by their stable reason
+	// (campaign.FailMarketingCap); failed rows without one are not in it.
+	FailedByReason map[string]int64
+	// ByPricingCategory counts the rows a status webhook gave a pricing
+	// category, by category (marketing, marketing_lite, utility, …).
+	ByPricingCategory map[string]int64
+	// Billable counts the rows Meta bills: a status webhook said billable,
+	// and the row was delivered or read (a message is billed when it is
+	// delivered, so a row still sent, or failed, is not counted).
+	Billable int64
 }
 
 // SkipExample is one skipped row, to show what a kind of skip looks like.
@@ -82,22 +100,31 @@ func (s *Store) query(ctx context.Context, query string, scan func(*sql.Rows) er
 }
 
 // Breakdown is the cheap part of a report: the counts, each sender's
-// counts and the skip reasons. Pending rows are counted from the due index,
-// so the sort that grouping needs covers only the rows past pending: before
-// sending starts it costs next to nothing.
+// counts, the skip and failure reasons, held rows and pricing. Pending
+// rows are counted from the due index, so the sort that grouping needs
+// covers only the rows past pending: before sending starts it costs next
+// to nothing. Held and priced rows take a second scan, whose sort holds
+// only the priced rows (BenchmarkBreakdown).
 func (s *Store) Breakdown(ctx context.Context) (Report, error) {
-	r := Report{Skipped: map[campaign.SkipKind]int64{}, SkipExamples: map[campaign.SkipKind]SkipExample{}}
+	r := Report{Skipped: map[campaign.SkipKind]int64{}, SkipExamples: map[campaign.SkipKind]SkipExample{},
+		FailedByReason: map[string]int64{}, ByPricingCategory: map[string]int64{}}
 	bySender := map[string]*campaign.Counts{}
 	first := map[campaign.SkipKind]int64{} // the first row of each skip kind
+	// The third column is a skipped row's skip kind, a failed row's
+	// reason.
 	err := s.query(ctx, `
 		SELECT sender, status, '', COUNT(*), 0 FROM recipients WHERE status = 'pending' GROUP BY sender
 		UNION ALL
-		SELECT sender, status, CASE WHEN status = 'skipped' THEN COALESCE(skip_kind, `+legacySkipKind+`) ELSE '' END, COUNT(*), MIN(row)
+		SELECT sender, status, CASE status WHEN 'skipped' THEN COALESCE(skip_kind, `+legacySkipKind+`) WHEN 'failed' THEN COALESCE(fail_reason, '') ELSE '' END,
+			COUNT(*), MIN(row)
 		FROM recipients WHERE status <> 'pending' GROUP BY 1, 2, 3`, func(rows *sql.Rows) error {
 		var sender, st, kind string
 		var n, row int64
 		if err := rows.Scan(&sender, &st, &kind, &n, &row); err != nil {
 			return err
+		}
+		if st == string(campaign.Failed) && kind != "" {
+			r.FailedByReason[kind] += n
 		}
 		c := bySender[sender]
 		if c == nil {
@@ -115,6 +142,25 @@ func (s *Store) Breakdown(ctx context.Context) (Report, error) {
 		}
 		return nil
 	})
+	// Held and priced rows, in a scan of their own: grouping the query
+	// above by more columns, or summing in it, made it slower by more
+	// than this scan costs.
+	if err == nil {
+		err = s.query(ctx, `SELECT COALESCE(pricing_category, ''), SUM(`+heldRows+`), SUM(`+billableRows+`), COUNT(*) FROM recipients
+			WHERE held = 1 OR pricing_category IS NOT NULL OR billable IS NOT NULL GROUP BY 1`, func(rows *sql.Rows) error {
+			var category string
+			var held, billable, n int64
+			if err := rows.Scan(&category, &held, &billable, &n); err != nil {
+				return err
+			}
+			r.Held += held
+			r.Billable += billable
+			if category != "" {
+				r.ByPricingCategory[category] += n
+			}
+			return nil
+		})
+	}
 	for k, row := range first {
 		if err != nil {
 			break
@@ -204,13 +250,20 @@ type ExportRow struct {
 	DeliveredAt time.Time
 	ReadAt      time.Time
 	UpdatedAt   time.Time
+
+	// Added by schema version 3; zero for rows from before it.
+	Held       bool             // accepted but held back by WhatsApp; kept when the row moves on
+	FailReason string           // failed: a stable failure name (campaign.FailMarketingCap)
+	Price      campaign.Pricing // the first pricing a status webhook gave; Billable nil when unknown
 }
 
 // Export calls fn for every row in row order, streaming.
 func (s *Store) Export(ctx context.Context, fn func(ExportRow) error) error {
 	rows, err := s.db.QueryContext(ctx, `SELECT row, line, COALESCE(ext_id, ''), phone, sender, status, attempts,
 		COALESCE(wamid, ''), COALESCE(error_code, 0), COALESCE(error_title, ''), COALESCE(reason, ''),
-		attempted_at, sent_at, delivered_at, read_at, updated_at FROM recipients ORDER BY row`)
+		attempted_at, sent_at, delivered_at, read_at, updated_at,
+		held, COALESCE(fail_reason, ''), COALESCE(pricing_category, ''), COALESCE(pricing_type, ''), billable
+		FROM recipients ORDER BY row`)
 	if err != nil {
 		return fmt.Errorf("export: %w", err)
 	}
@@ -220,9 +273,14 @@ func (s *Store) Export(ctx context.Context, fn func(ExportRow) error) error {
 		var st string
 		var attempted, sent, delivered, read sql.NullInt64
 		var updated int64
+		var billable sql.NullBool
 		if err := rows.Scan(&r.Row, &r.Line, &r.ExtID, &r.Phone, &r.Sender, &st, &r.Attempts, &r.WAMID,
-			&r.ErrorCode, &r.ErrorTitle, &r.Reason, &attempted, &sent, &delivered, &read, &updated); err != nil {
+			&r.ErrorCode, &r.ErrorTitle, &r.Reason, &attempted, &sent, &delivered, &read, &updated,
+			&r.Held, &r.FailReason, &r.Price.Category, &r.Price.Type, &billable); err != nil {
 			return fmt.Errorf("export: %w", err)
+		}
+		if billable.Valid {
+			r.Price.Billable = &billable.Bool
 		}
 		r.Status = campaign.Status(st)
 		r.AttemptedAt, r.SentAt, r.DeliveredAt, r.ReadAt = fromMS(attempted), fromMS(sent), fromMS(delivered), fromMS(read)

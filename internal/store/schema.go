@@ -50,6 +50,21 @@ var migrations = []string{
 	// off its wording, once, here.
 	`ALTER TABLE recipients ADD COLUMN skip_kind TEXT;
 	UPDATE recipients SET skip_kind = ` + legacySkipKind + ` WHERE status = 'skipped';`,
+
+	// 3: what Meta's account rules add to a row (issue 11). held: the
+	// send was accepted but held back (WhatsApp's template pacing,
+	// campaign.Receipt.Held); it stays set when a webhook later settles
+	// the row, and reports count it only while the row is still sent.
+	// fail_reason: the stable name of a failure that reports group apart
+	// (campaign.FailMarketingCap), NULL for none. pricing_*: the first
+	// pricing a status webhook gave the message, never replaced; billable
+	// NULL when no status said. Rows of older checkpoints keep 0 and NULL:
+	// nothing was recorded of them.
+	`ALTER TABLE recipients ADD COLUMN held INTEGER NOT NULL DEFAULT 0;
+	ALTER TABLE recipients ADD COLUMN fail_reason TEXT;
+	ALTER TABLE recipients ADD COLUMN pricing_category TEXT;
+	ALTER TABLE recipients ADD COLUMN pricing_type TEXT;
+	ALTER TABLE recipients ADD COLUMN billable INTEGER;`,
 }
 
 // legacySkipKind reads a skip reason's kind off its wording, as releases
