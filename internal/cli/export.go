@@ -42,7 +42,9 @@ appears only when complete.`,
 }
 
 var exportHeader = []string{"row", "phone", "from", "status", "attempts", "wamid", "error_code", "error_title", "updated_at",
-	"id", "line", "reason", "sent_at", "delivered_at", "read_at"}
+	"id", "line", "reason", "sent_at", "delivered_at", "read_at",
+	// Added by issue 11, at the end: columns are only ever appended.
+	"held", "fail_reason", "pricing_category", "pricing_type", "billable"}
 
 func runExport(ctx context.Context, ios *IO, o *exportOptions) error {
 	st, err := openExisting(o.db)
@@ -85,6 +87,22 @@ func runExport(ctx context.Context, ios *IO, o *exportOptions) error {
 	return os.Rename(tmp.Name(), o.out)
 }
 
+// flag is a yes/no column: "true" or empty.
+func flag(b bool) string {
+	if b {
+		return "true"
+	}
+	return ""
+}
+
+// optBool is a column that may be unknown: "true", "false" or empty.
+func optBool(b *bool) string {
+	if b == nil {
+		return ""
+	}
+	return strconv.FormatBool(*b)
+}
+
 func writeExport(ctx context.Context, st *store.Store, w io.Writer) error {
 	cw := csv.NewWriter(w)
 	if err := cw.Write(exportHeader); err != nil {
@@ -104,7 +122,8 @@ func writeExport(ctx context.Context, st *store.Store, w io.Writer) error {
 		}
 		rec = append(rec[:0], strconv.FormatInt(r.Row, 10), r.Phone, r.Sender, string(r.Status), strconv.Itoa(r.Attempts),
 			r.WAMID, code, r.ErrorTitle, ts(r.UpdatedAt), r.ExtID, strconv.FormatInt(r.Line, 10), r.Reason,
-			ts(r.SentAt), ts(r.DeliveredAt), ts(r.ReadAt))
+			ts(r.SentAt), ts(r.DeliveredAt), ts(r.ReadAt),
+			flag(r.Held), r.FailReason, r.Price.Category, r.Price.Type, optBool(r.Price.Billable))
 		return cw.Write(rec)
 	})
 	if err != nil {

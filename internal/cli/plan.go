@@ -10,12 +10,21 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bulksend/bulksend/internal/pricing"
 	"github.com/bulksend/bulksend/internal/store"
 )
 
-// printPlan is --dry-run's output: what a run would send, and how long it
-// would take at the configured rate.
-func printPlan(ctx context.Context, ios *IO, st *store.Store, s store.Settings) error {
+// printPlan is --dry-run's output: what a run would send, how long it
+// would take at the configured rate and, with a rate card, what it would
+// cost at most.
+func (o *runOptions) printPlan(ctx context.Context, ios *IO, st *store.Store, s store.Settings) error {
+	var card *pricing.Card
+	if o.rateCard != "" {
+		var err error
+		if card, err = loadRateCard(o.rateCard, o.callingCodes); err != nil {
+			return err
+		}
+	}
 	r, err := st.Breakdown(ctx)
 	if err != nil {
 		return err
@@ -50,6 +59,11 @@ func printPlan(ctx context.Context, ios *IO, st *store.Store, s store.Settings) 
 	}
 	if s.Rate > 0 {
 		fmt.Fprintf(w, "estimate: about %s at %g msg/s per sender (retries and throttling add to it)\n", slowest.Round(time.Second), s.Rate)
+	}
+	if card != nil {
+		if err := printCostCeiling(ctx, w, st, s, card); err != nil {
+			return err
+		}
 	}
 	fmt.Fprintln(w, "dry run: nothing was sent")
 	return nil

@@ -95,8 +95,12 @@ func printSummary(ios *IO, c campaign.Counts, s engine.Stats) {
 	if el > 0 {
 		rate = float64(s.Sent) / el.Seconds()
 	}
-	fmt.Fprintf(ios.Err, "bulksend: this run: %d accepted, %d failed, %d retries scheduled, %d throttled, %d in doubt, in %s (%.1f msg/s)\n",
-		s.Sent, s.Failed, s.Retries, s.Throttled, s.InDoubt, el.Round(time.Millisecond), rate)
+	held := ""
+	if s.Held > 0 {
+		held = fmt.Sprintf(" (%d held for quality assessment)", s.Held)
+	}
+	fmt.Fprintf(ios.Err, "bulksend: this run: %d accepted%s, %d failed, %d retries scheduled, %d throttled, %d in doubt, in %s (%.1f msg/s)\n",
+		s.Sent, held, s.Failed, s.Retries, s.Throttled, s.InDoubt, el.Round(time.Millisecond), rate)
 	fmt.Fprintf(ios.Err, "bulksend: campaign: %s\n", countsLine(c))
 }
 

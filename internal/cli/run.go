@@ -52,6 +52,11 @@ type runOptions struct {
 	ignoreColumns  []string
 	waba           string
 	paramFormat    string
+	api            string
+	mmPolicy       string
+	noPreflight    bool
+	rateCard       string
+	callingCodes   string
 	dryRun         bool
 	sandbox        bool
 	json           bool
@@ -130,6 +135,11 @@ flag value, and is never written anywhere.
 	f.StringArrayVar(&o.ignoreColumns, "ignore-column", nil, "a CSV column the template does not use (otherwise such a column is refused; repeatable)")
 	f.StringVar(&o.waba, "waba", "", "WhatsApp Business Account ID: check the CSV against the approved template before sending (default $WHATSAPP_WABA_ID)")
 	f.StringVar(&o.paramFormat, "param-format", "", "positional or named body parameters, when the template cannot be read (default: the template's, else positional)")
+	f.StringVar(&o.api, "api", "messages", "messages (Cloud API) or marketing (the Marketing Messages API, marketing templates only)")
+	f.StringVar(&o.mmPolicy, "mm-policy", "fallback", "with --api marketing: fallback (send through Cloud API where the Marketing Messages API cannot) or strict (refuse instead)")
+	f.BoolVar(&o.noPreflight, "no-preflight", false, "do not read the sender numbers' health, quality, throughput and messaging limit before the first send")
+	f.StringVar(&o.rateCard, "rate-card", "", "Meta's rate-card CSV: --dry-run prints the campaign's cost ceiling")
+	f.StringVar(&o.callingCodes, "calling-codes", "", "Meta's country-calling-code to market list, for a --rate-card without codes")
 	f.StringVar(&o.tokenFile, "token-file", "", "read the access token from this file instead of WHATSAPP_TOKEN")
 	f.BoolVar(&o.dryRun, "dry-run", false, "import and validate, print the plan and an estimate; send nothing, keep no checkpoint")
 	f.BoolVar(&o.sandbox, "sandbox", false, "send to an in-process sandbox API instead of Meta (no account needed); webhooks go to CAMPAIGN.webhooks.jsonl")
@@ -197,13 +207,21 @@ func runRun(ctx context.Context, ios *IO, o *runOptions) error {
 		return err
 	}
 	if readOnly {
-		return printPlan(runCtx, ios, st, settings)
+		if err := o.runPreflight(runCtx, ios, st, &settings, token, false); err != nil {
+			return err
+		}
+		return o.printPlan(runCtx, ios, st, settings)
 	}
 	if err := o.prepare(runCtx, st, settings); err != nil {
 		return err
 	}
+	if o.dryRun || needsPreflight(settings) {
+		if err := o.runPreflight(runCtx, ios, st, &settings, token, true); err != nil {
+			return err
+		}
+	}
 	if o.dryRun {
-		return printPlan(runCtx, ios, st, settings)
+		return o.printPlan(runCtx, ios, st, settings)
 	}
 	return o.send(ctx, runCtx, ios, st, settings, token)
 }
@@ -284,6 +302,12 @@ func (o *runOptions) send(ctx, runCtx context.Context, ios *IO, st *store.Store,
 		HTTP:    whatsapp.NewHTTPClient(max(conc, int(settings.Rate*float64(len(senders))))),
 		Mapping: mapping,
 	}
+	if settings.API == "marketing" {
+		client.API, client.ProductPolicy = "marketing", "CLOUD_API_FALLBACK"
+		if settings.MMPolicy == "strict" {
+			client.ProductPolicy = "STRICT"
+		}
+	}
 	eng := engine.New(engine.Config{
 		Checkpoint: st, Sender: client, Senders: senders, CampaignID: settings.CampaignID,
 		Template: settings.Template, Lang: settings.Lang, Rate: settings.Rate,
@@ -308,7 +332,7 @@ func (o *runOptions) send(ctx, runCtx context.Context, ios *IO, st *store.Store,
 	if runErr != nil && !errors.Is(runErr, context.Canceled) {
 		return runErr
 	}
-	return unfinished(ctx, st, final, runErr != nil, o.csv)
+	return unfinished(ctx, st, final, runErr != nil, o.csv, eng.Rested(), eng.RestUntil())
 }
 
 func (o *runOptions) validate() error {
@@ -329,6 +353,16 @@ func (o *runOptions) validate() error {
 	}
 	if _, ok := parseDelimiter(o.delimiter); !ok {
 		return usagef(`e.g. --delimiter ";" for a European-locale Excel export, --delimiter tab for "Unicode Text"`, "invalid --delimiter %q: want \",\", \";\", \"tab\" or \"|\"", o.delimiter)
+	}
+	switch o.api {
+	case "messages", "marketing":
+	default:
+		return usagef("", "invalid --api %q: want messages or marketing", o.api)
+	}
+	switch o.mmPolicy {
+	case "fallback", "strict":
+	default:
+		return usagef("", "invalid --mm-policy %q: want fallback or strict", o.mmPolicy)
 	}
 	switch o.paramFormat {
 	case "", "positional", "named":
@@ -417,6 +451,8 @@ func (o *runOptions) settings(ctx context.Context, ios *IO, st *store.Store, rea
 		{"param", strings.Join(s.ParamFlags, " --param "), strings.Join(paramFlags(o.params), " --param ")},
 		{"ignore-column", strings.Join(s.IgnoreColumns, " --ignore-column "), strings.Join(o.ignoreColumns, " --ignore-column ")},
 		{"waba", s.WABA, o.waba},
+		{"api", cmp.Or(s.API, "messages"), o.api},
+		{"mm-policy", cmp.Or(s.MMPolicy, "fallback"), o.mmPolicy},
 		{"param-format", s.ParamFormat, o.paramFormat},
 	}
 	for _, f := range fixed {
@@ -533,6 +569,7 @@ func (o *runOptions) importCSV(ctx context.Context, ios *IO, st *store.Store, to
 		Encoding: rd.Encoding(), CreatedAt: time.Now().UTC(),
 		Mapping: mapping, ParamFlags: paramFlags(o.params), IgnoreColumns: o.ignoreColumns, WABA: o.waba,
 		ParamFormat: o.paramFormat, Category: category, TemplateChecked: src.from,
+		API: o.api, MMPolicy: o.mmPolicy,
 	}
 	var row int64
 	next := func() (store.Row, error) {
@@ -690,7 +727,7 @@ func webhookLogPath(db string) string {
 
 // unfinished returns nil when the campaign is finished, else the reason
 // to run again (exit 3).
-func unfinished(ctx context.Context, st *store.Store, c campaign.Counts, interrupted bool, csvPath string) error {
+func unfinished(ctx context.Context, st *store.Store, c campaign.Counts, interrupted bool, csvPath string, rests []engine.Rest, restUntil time.Time) error {
 	if !c.Unfinished() && !interrupted {
 		return nil
 	}
@@ -713,6 +750,18 @@ func unfinished(ctx context.Context, st *store.Store, c campaign.Counts, interru
 	}
 	if c.Sending > 0 {
 		why = append(why, fmt.Sprintf("%d rows sending", c.Sending))
+	}
+	if len(rests) > 0 {
+		var names []string
+		for _, r := range rests {
+			why = append(why, fmt.Sprintf("number %s rests for the rest of this run: (#%d) %s", r.Sender, r.Code, r.Title))
+			names = append(names, r.Sender)
+		}
+		hint = fmt.Sprintf("number %s may not send now (see Account Quality in WhatsApp Manager); its rows wait: run the same command again once it may", strings.Join(names, ", "))
+	}
+	if restUntil.After(time.Now()) {
+		why = append(why, "the API asked to send nothing more until "+restUntil.Format(time.RFC3339))
+		hint = "run the same command again after " + restUntil.Format(time.RFC3339)
 	}
 	return &unfinishedError{reason: "unfinished: " + strings.Join(why, ", "), hint: hint}
 }

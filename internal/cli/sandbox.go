@@ -35,6 +35,7 @@ func demoSandbox() sandbox.Config {
 		Latency: 120 * time.Millisecond, Jitter: 80 * time.Millisecond,
 		TransientRate: 0.01, PermanentRate: 0.01, LateRate: 0.003, LateDelay: 2 * sandboxRequestTimeout,
 		FailRate: 0.02, ReadRate: 0.6, DuplicateRate: 0.05, ReorderRate: 0.05,
+		HeldRate: 0.03, HeldFailRate: 0.3,
 	}
 }
 
@@ -121,6 +122,8 @@ type sandboxOptions struct {
 	definitions string
 	numberRates []string
 	numbers     []string
+	numberInfo  []string
+	mmSyncing   []string
 	webhooks    string
 	accepted    string
 	cfg         sandbox.Config
@@ -178,6 +181,15 @@ on stdout when it stops. Outcomes are deterministic for a given --seed.`,
 	f.Float64Var(&c.ReadRate, "read-rate", c.ReadRate, "fraction of delivered messages also read")
 	f.Float64Var(&c.DuplicateRate, "duplicate-rate", c.DuplicateRate, "fraction of messages with a duplicated webhook")
 	f.Float64Var(&c.ReorderRate, "reorder-rate", c.ReorderRate, "fraction of messages whose webhooks come out of order")
+	f.StringArrayVar(&o.numberInfo, "number", nil, "what a number reports or answers, ID:KEY=VALUE with KEY health (AVAILABLE, LIMITED, BLOCKED), quality, throughput (STANDARD, HIGH), limit (TIER_250…TIER_UNLIMITED) or send-error (a Meta code every send from it answers, e.g. 131048) (repeatable)")
+	f.BoolVar(&c.MarketingOffOnCloudAPI, "marketing-off", false, "marketing templates are turned off on Cloud API: /messages answers 131063 for them")
+	f.Float64Var(&c.HeldRate, "held-rate", c.HeldRate, "fraction of sends answered held_for_quality_assessment (template pacing)")
+	f.Float64Var(&c.HeldFailRate, "held-fail-rate", c.HeldFailRate, "fraction of held messages later dropped with a failed 132015 webhook")
+	f.Float64Var(&c.MarketingCapRate, "marketing-cap-rate", c.MarketingCapRate, "fraction of marketing messages whose webhooks end failed 131049 (per-user marketing cap)")
+	f.BoolVar(&c.MMOnboarded, "mm-onboarded", false, "the account is onboarded to the Marketing Messages API (its sends are priced marketing_lite)")
+	f.StringArrayVar(&o.mmSyncing, "mm-syncing", nil, "a template still syncing for the Marketing Messages API: answers 134101 for 10 minutes (repeatable)")
+	f.Int64Var(&c.UsageAfter, "usage-after", 0, "the call budget is spent after this many accepted sends (X-Business-Use-Case-Usage); 0: never")
+	f.IntVar(&c.RegainAccessMinutes, "regain-access-minutes", 0, "with --usage-after: minutes until the budget is back")
 	f.StringVar(&o.webhooks, "webhooks", "", "append status webhooks to FILE, one JSON body per line")
 	f.StringVar(&c.WebhookURL, "webhook-url", "", "POST status webhooks to this URL")
 	f.StringVar(&c.AppSecret, "app-secret", "", "sign POSTed webhooks with X-Hub-Signature-256 using this secret")
@@ -202,6 +214,37 @@ func runSandbox(ios *IO, o *sandboxOptions, log *slog.Logger) (err error) {
 			return err
 		}
 		cfg.Templates = append(cfg.Templates, tpl)
+	}
+	cfg.MMSyncing = o.mmSyncing
+	for _, spec := range o.numberInfo {
+		id, kv, ok1 := strings.Cut(spec, ":")
+		key, val, ok2 := strings.Cut(kv, "=")
+		if !ok1 || !ok2 || id == "" {
+			return usagef("e.g. --number 106540352242922:health=BLOCKED", "invalid --number %q: want ID:KEY=VALUE", spec)
+		}
+		if cfg.Numbers == nil {
+			cfg.Numbers = map[string]sandbox.NumberInfo{}
+		}
+		n := cfg.Numbers[id]
+		switch key {
+		case "health":
+			n.Health = strings.ToUpper(val)
+		case "quality":
+			n.Quality = strings.ToUpper(val)
+		case "throughput":
+			n.Throughput = strings.ToUpper(val)
+		case "limit":
+			n.MessagingLimit = strings.ToUpper(val)
+		case "send-error":
+			code, err := strconv.Atoi(val)
+			if err != nil {
+				return usagef("", "invalid --number %q: send-error takes a Meta error code", spec)
+			}
+			n.SendError = code
+		default:
+			return usagef("keys: health, quality, throughput, limit, send-error", "invalid --number %q: unknown key %q", spec, key)
+		}
+		cfg.Numbers[id] = n
 	}
 	for _, r := range o.numberRates {
 		id, v, ok := strings.Cut(r, "=")

@@ -5,8 +5,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"encoding/csv"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -66,6 +68,7 @@ func TestScripts(t *testing.T) {
 			"fixture":   cmdFixture(fixtures),
 			"pretty":    cmdPretty,
 			"utf16":     cmdUTF16,
+			"csvcut":    cmdCSVCut,
 		},
 	})
 }
@@ -78,7 +81,9 @@ func TestScripts(t *testing.T) {
 // Keys: seed, rate, latency, transient, permanent, late, latedelay, fail,
 // expired, template (NAME:PARAMS), definitions (default: the sandbox's
 // realistic set, served at GET message_templates and checked on sends),
-// status (NAME:STATUS, after definitions).
+// status (NAME:STATUS, after definitions), health/senderror/throughput/limit
+// (NUMBER-ID:VALUE), marketingoff=1, held, heldfail, cap (fractions),
+// mm=onboarded, mmsyncing=NAME, usage=AFTER:MINUTES.
 func cmdSandbox(ts *testscript.TestScript, neg bool, args []string) {
 	if neg {
 		ts.Fatalf("unsupported: ! sandbox")
@@ -156,6 +161,46 @@ func cmdSandbox(ts *testscript.TestScript, neg bool, args []string) {
 				ts.Fatalf("sandbox: definitions=default is the only set")
 			}
 			cfg.Definitions = sandbox.DefaultTemplates()
+		case "health", "senderror", "throughput", "limit":
+			// KEY=NUMBER-ID:VALUE sets what that sender number reports or answers.
+			id, val, _ := strings.Cut(v, ":")
+			if cfg.Numbers == nil {
+				cfg.Numbers = map[string]sandbox.NumberInfo{}
+			}
+			n := cfg.Numbers[id]
+			switch k {
+			case "health":
+				n.Health = val
+			case "senderror":
+				code, err := strconv.Atoi(val)
+				ts.Check(err)
+				n.SendError = code
+			case "throughput":
+				n.Throughput = val
+			case "limit":
+				n.MessagingLimit = val
+			}
+			cfg.Numbers[id] = n
+		case "marketingoff":
+			cfg.MarketingOffOnCloudAPI = v == "1"
+		case "held":
+			cfg.HeldRate = f()
+		case "heldfail":
+			cfg.HeldFailRate = f()
+		case "cap":
+			cfg.MarketingCapRate = f()
+		case "mm":
+			cfg.MMOnboarded = v == "onboarded"
+		case "mmsyncing":
+			cfg.MMSyncing = append(cfg.MMSyncing, v)
+		case "usage":
+			// usage=AFTER:MINUTES: the call budget is spent after AFTER accepted sends.
+			after, mins, _ := strings.Cut(v, ":")
+			n, err := strconv.ParseInt(after, 10, 64)
+			ts.Check(err)
+			m, err := strconv.Atoi(mins)
+			ts.Check(err)
+			cfg.UsageAfter, cfg.RegainAccessMinutes = n, m
 		case "status":
 			// status=NAME:STATUS changes a definition's status, e.g. paused.
 			name, status, _ := strings.Cut(v, ":")
@@ -312,4 +357,31 @@ func cmdExitCode(ts *testscript.TestScript, neg bool, args []string) {
 	if (string(b) == args[0]) == neg {
 		ts.Fatalf("exit code %s, want %s", b, args[0])
 	}
+}
+
+// csvcut IN OUT N writes the first N columns of CSV file IN to OUT, so a
+// golden file from before columns were appended still compares exactly.
+func cmdCSVCut(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 3 {
+		ts.Fatalf("usage: csvcut IN OUT N")
+	}
+	n, err := strconv.Atoi(args[2])
+	ts.Check(err)
+	f, err := os.Open(ts.MkAbs(args[0]))
+	ts.Check(err)
+	defer f.Close()
+	r := csv.NewReader(f)
+	var b strings.Builder
+	w := csv.NewWriter(&b)
+	for {
+		rec, err := r.Read()
+		if err == io.EOF {
+			break
+		}
+		ts.Check(err)
+		ts.Check(w.Write(rec[:min(n, len(rec))]))
+	}
+	w.Flush()
+	ts.Check(w.Error())
+	ts.Check(os.WriteFile(ts.MkAbs(args[1]), []byte(b.String()), 0o644))
 }

@@ -1,21 +1,35 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/bulksend/bulksend/internal/campaign"
+	"github.com/bulksend/bulksend/internal/pricing"
 	"github.com/bulksend/bulksend/internal/store"
 )
 
+// reasonNote explains a failure reason in status.
+func reasonNote(reason string) string {
+	if reason == campaign.FailMarketingCap {
+		return "  WhatsApp's per-user marketing cap: no run resends these (Meta: wait 24 h; resending makes it worse)"
+	}
+	return ""
+}
+
 type statusOptions struct {
-	db   string
-	json bool
+	db           string
+	json         bool
+	rateCard     string
+	callingCodes string
 }
 
 func newStatusCmd(ios *IO) *cobra.Command {
@@ -34,6 +48,8 @@ ETA. With --json it prints one object; its fields are only ever added to.`,
 	}
 	cmd.Flags().StringVar(&o.db, "db", "", "checkpoint file (default: beside the CSV)")
 	cmd.Flags().BoolVar(&o.json, "json", false, "print one JSON object on stdout")
+	cmd.Flags().StringVar(&o.rateCard, "rate-card", "", "Meta's rate-card CSV: price what was billed so far")
+	cmd.Flags().StringVar(&o.callingCodes, "calling-codes", "", "Meta's country-calling-code to market list, for a --rate-card without codes")
 	return cmd
 }
 
@@ -76,6 +92,15 @@ type statusJSON struct {
 	DeliveryP99  float64                                 `json:"time_to_delivered_p99_seconds,omitempty"`
 	Deliveries   int                                     `json:"deliveries_timed"`
 	LockedBy     string                                  `json:"running,omitempty"`
+	// Added by issue 11.
+	Held              int64            `json:"held"`
+	FailedByReason    map[string]int64 `json:"failed_by_reason"`
+	ByPricingCategory map[string]int64 `json:"by_pricing_category"`
+	Billable          int64            `json:"billable"`
+	API               string           `json:"api"`
+	Preflight         json.RawMessage  `json:"preflight,omitempty"`
+	BilledCost        *float64         `json:"billed_cost,omitempty"`
+	Currency          string           `json:"currency,omitempty"`
 }
 
 func runStatus(ctx context.Context, ios *IO, o *statusOptions) error {
@@ -88,6 +113,12 @@ func runStatus(ctx context.Context, ios *IO, o *statusOptions) error {
 	if err != nil {
 		return err
 	}
+	var card *pricing.Card
+	if o.rateCard != "" {
+		if card, err = loadRateCard(o.rateCard, o.callingCodes); err != nil {
+			return err
+		}
+	}
 	r, err := st.Report(ctx, time.Now())
 	if err != nil {
 		return err
@@ -96,6 +127,20 @@ func runStatus(ctx context.Context, ios *IO, o *statusOptions) error {
 		Counts: r.Counts, CampaignID: settings.CampaignID, Template: settings.Template, Category: settings.Category,
 		Retrying: r.Retrying, RatePerSec: float64(r.SentLast) / 60, Errors: r.ByError,
 		Senders: r.BySender, Skipped: r.Skipped, SkipExamples: r.SkipExamples, Deliveries: len(r.Deliveries),
+		Held: r.Held, FailedByReason: r.FailedByReason, ByPricingCategory: r.ByPricingCategory, Billable: r.Billable,
+		API: cmp.Or(settings.API, "messages"), Preflight: settings.Preflight,
+	}
+	var billed *pricing.Tally
+	if card != nil {
+		billed = card.NewTally()
+		if err := st.EachBillable(ctx, func(phone, category string) error {
+			billed.Add(phone, cmp.Or(category, settings.Category, "marketing"))
+			return nil
+		}); err != nil {
+			return err
+		}
+		total := billed.Total()
+		out.BilledCost, out.Currency = &total, card.Currency
 	}
 	if out.Errors == nil {
 		out.Errors = []store.ErrorCount{}
@@ -137,6 +182,30 @@ func runStatus(ctx context.Context, ios *IO, o *statusOptions) error {
 		fmt.Fprintf(w, "\nskipped by reason:\n")
 		printSkipped(w, "  ", r)
 	}
+	if r.Held > 0 {
+		fmt.Fprintf(w, "held       %10d  (sent, but held back by WhatsApp's template pacing: they may still fail with 132015)\n", r.Held)
+	}
+	if len(r.FailedByReason) > 0 {
+		fmt.Fprintf(w, "\nfailed by reason:\n")
+		for _, k := range slices.Sorted(maps.Keys(r.FailedByReason)) {
+			fmt.Fprintf(w, "  %-14s %8d%s\n", k, r.FailedByReason[k], reasonNote(k))
+		}
+	}
+	if len(r.ByPricingCategory) > 0 {
+		fmt.Fprintf(w, "\npricing (as status webhooks reported it; %d billable):\n", r.Billable)
+		for _, k := range slices.Sorted(maps.Keys(r.ByPricingCategory)) {
+			fmt.Fprintf(w, "  %-14s %8d\n", k, r.ByPricingCategory[k])
+		}
+	}
+	if settings.API == "marketing" {
+		fmt.Fprintf(w, "\nmarketing messages API: %d billed marketing_lite, %d fell back to Cloud API (marketing)\n",
+			r.ByPricingCategory["marketing_lite"], r.ByPricingCategory["marketing"])
+	}
+	if billed != nil {
+		fmt.Fprintf(w, "\nbilled so far: %s for %d messages (priced with %s; an estimate, not Meta's invoice)\n", money(card, billed.Total()), billed.Priced(), o.rateCard)
+		printTally(w, "  ", card, billed)
+	}
+	printPreflight(w, settings)
 	if len(r.ByError) > 0 {
 		fmt.Fprintf(w, "\nerrors (last error of each row):\n")
 		for _, e := range r.ByError {

@@ -37,9 +37,16 @@ type Settings struct {
 	WABA            string          `json:"waba,omitempty"`
 	Category        string          `json:"category,omitempty"`         // marketing, utility, authentication; "" unknown
 	TemplateChecked string          `json:"template_checked,omitempty"` // where the definition came from; "" not checked
-	CSVHash         string          `json:"csv_sha256"`
-	CSVSize         int64           `json:"csv_size"`
-	CreatedAt       time.Time       `json:"created_at"`
+	// How it is sent: "" or "messages" (Cloud API), "marketing" (the
+	// Marketing Messages API, with MMPolicy "fallback" or "strict").
+	API      string `json:"api,omitempty"`
+	MMPolicy string `json:"mm_policy,omitempty"`
+	// Preflight is what the last preflight read of the sender numbers (the
+	// CLI's record, as JSON), absent when none ran.
+	Preflight json.RawMessage `json:"preflight,omitempty"`
+	CSVHash   string          `json:"csv_sha256"`
+	CSVSize   int64           `json:"csv_size"`
+	CreatedAt time.Time       `json:"created_at"`
 }
 
 // ErrNoSettings means the checkpoint has not been set up by a first run.
