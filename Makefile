@@ -35,7 +35,7 @@ demo: build
 	-./$(BIN) run $(DEMO)/campaign.csv --sandbox
 	-./$(BIN) reconcile $(DEMO)/campaign.csv $(DEMO)/campaign.webhooks.jsonl
 	@echo "== 4. report"
-	./$(BIN) status $(DEMO)/campaign.csv
+	./$(BIN) status $(DEMO)/campaign.csv --rate-card testdata/demo/rate-card.csv --calling-codes testdata/demo/calling-codes.csv
 	./$(BIN) export $(DEMO)/campaign.csv -o $(DEMO)/report.csv
 	@echo "report: $(DEMO)/report.csv"
 

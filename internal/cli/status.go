@@ -94,6 +94,7 @@ type statusJSON struct {
 	LockedBy     string                                  `json:"running,omitempty"`
 	// Added by issue 11.
 	Held              int64            `json:"held"`
+	WasHeld           int64            `json:"held_at_send"`
 	FailedByReason    map[string]int64 `json:"failed_by_reason"`
 	ByPricingCategory map[string]int64 `json:"by_pricing_category"`
 	Billable          int64            `json:"billable"`
@@ -127,7 +128,7 @@ func runStatus(ctx context.Context, ios *IO, o *statusOptions) error {
 		Counts: r.Counts, CampaignID: settings.CampaignID, Template: settings.Template, Category: settings.Category,
 		Retrying: r.Retrying, RatePerSec: float64(r.SentLast) / 60, Errors: r.ByError,
 		Senders: r.BySender, Skipped: r.Skipped, SkipExamples: r.SkipExamples, Deliveries: len(r.Deliveries),
-		Held: r.Held, FailedByReason: r.FailedByReason, ByPricingCategory: r.ByPricingCategory, Billable: r.Billable,
+		Held: r.Held, WasHeld: r.WasHeld, FailedByReason: r.FailedByReason, ByPricingCategory: r.ByPricingCategory, Billable: r.Billable,
 		API: cmp.Or(settings.API, "messages"), Preflight: settings.Preflight,
 	}
 	var billed *pricing.Tally
@@ -184,6 +185,9 @@ func runStatus(ctx context.Context, ios *IO, o *statusOptions) error {
 	}
 	if r.Held > 0 {
 		fmt.Fprintf(w, "held       %10d  (sent, but held back by WhatsApp's template pacing: they may still fail with 132015)\n", r.Held)
+	}
+	if r.WasHeld > 0 {
+		fmt.Fprintf(w, "\nheld at send (template pacing): %d rows, %d still held\n", r.WasHeld, r.Held)
 	}
 	if len(r.FailedByReason) > 0 {
 		fmt.Fprintf(w, "\nfailed by reason:\n")

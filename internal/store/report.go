@@ -47,6 +47,9 @@ type Report struct {
 	// pacing): accepted, and neither delivered nor failed yet. A held
 	// row that a webhook delivers, reads or fails counts as such.
 	Held int64
+	// WasHeld counts the rows whose send was answered held, whatever
+	// became of them since (delivered, read, failed 132015).
+	WasHeld int64
 	// FailedByReason counts failed rows by their stable reason
 	// (campaign.FailMarketingCap); failed rows without one are not in it.
 	FailedByReason map[string]int64
@@ -146,14 +149,15 @@ func (s *Store) Breakdown(ctx context.Context) (Report, error) {
 	// above by more columns, or summing in it, made it slower by more
 	// than this scan costs.
 	if err == nil {
-		err = s.query(ctx, `SELECT COALESCE(pricing_category, ''), SUM(`+heldRows+`), SUM(`+billableRows+`), COUNT(*) FROM recipients
+		err = s.query(ctx, `SELECT COALESCE(pricing_category, ''), SUM(`+heldRows+`), SUM(held), SUM(`+billableRows+`), COUNT(*) FROM recipients
 			WHERE held = 1 OR pricing_category IS NOT NULL OR billable IS NOT NULL GROUP BY 1`, func(rows *sql.Rows) error {
 			var category string
-			var held, billable, n int64
-			if err := rows.Scan(&category, &held, &billable, &n); err != nil {
+			var held, wasHeld, billable, n int64
+			if err := rows.Scan(&category, &held, &wasHeld, &billable, &n); err != nil {
 				return err
 			}
 			r.Held += held
+			r.WasHeld += wasHeld
 			r.Billable += billable
 			if category != "" {
 				r.ByPricingCategory[category] += n
