@@ -210,7 +210,7 @@ func (o *runOptions) runPreflight(ctx context.Context, ios *IO, st *store.Store,
 	if o.noPreflight {
 		return nil
 	}
-	c := &whatsapp.Client{BaseURL: o.apiBase(ios), Version: o.apiVersion, Token: token, Timeout: o.requestTimeout, HTTP: whatsapp.NewHTTPClient(1)}
+	c := &whatsapp.Client{BaseURL: o.apiBase(ios), Version: o.apiVersion, Token: token, Timeout: o.readTimeout(), HTTP: whatsapp.NewHTTPClient(1)}
 	if o.sandbox {
 		sb := sandbox.New(demoSandbox())
 		l, err := net.Listen("tcp", "127.0.0.1:0")

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/bulksend/bulksend/internal/sandbox"
 	"github.com/bulksend/bulksend/internal/store"
@@ -87,7 +88,7 @@ func (o *runOptions) definition(ctx context.Context, ios *IO, name, lang, waba, 
 		}
 		return templateSource{}, usagef("export WHATSAPP_TOKEN=… or pass --token-file FILE", "reading template %s from WABA %s needs the access token", name, waba)
 	}
-	c := &whatsapp.Client{BaseURL: o.apiBase(ios), Version: o.apiVersion, Token: token, Timeout: o.requestTimeout, HTTP: whatsapp.NewHTTPClient(1)}
+	c := &whatsapp.Client{BaseURL: o.apiBase(ios), Version: o.apiVersion, Token: token, Timeout: o.readTimeout(), HTTP: whatsapp.NewHTTPClient(1)}
 	d, err := c.Template(ctx, waba, name, lang)
 	if errors.Is(err, whatsapp.ErrNoTemplate) {
 		return templateSource{}, &hintError{err: err, hint: fmt.Sprintf("check --template and --lang against WhatsApp Manager's list for WABA %s", waba)}
@@ -158,4 +159,11 @@ func sandboxKnows() []string {
 		}
 	}
 	return names
+}
+
+// readTimeout bounds the preflight's reads (template, numbers). They are
+// not sends: a short --request-timeout, chosen to settle sends quickly in
+// doubt, must not fail them.
+func (o *runOptions) readTimeout() time.Duration {
+	return max(o.requestTimeout, 30*time.Second)
 }
