@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/bulksend/bulksend/internal/pricing"
 	"github.com/bulksend/bulksend/internal/store"
 )
 
@@ -18,13 +17,7 @@ import (
 // would take at the configured rate and, with a rate card, what it would
 // cost at most.
 func (o *runOptions) printPlan(ctx context.Context, ios *IO, st *store.Store, s store.Settings) error {
-	var card *pricing.Card
-	if o.rateCard != "" {
-		var err error
-		if card, err = loadRateCard(o.rateCard, o.callingCodes); err != nil {
-			return err
-		}
-	}
+	card := o.card
 	r, err := st.Breakdown(ctx)
 	if err != nil {
 		return err

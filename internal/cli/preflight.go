@@ -101,7 +101,7 @@ func (o *runOptions) preflight(ctx context.Context, c *whatsapp.Client, st *stor
 	if len(blocked) > 0 {
 		return rec, &hintError{
 			err:  fmt.Errorf("preflight: %s", strings.Join(blocked, "; ")),
-			hint: "Meta blocks sending from this number: fix what its reasons say (WhatsApp Manager, Account Quality), then run again; nothing was sent",
+			hint: "Meta blocks sending: each reason names what it is about (the number, the business account, the business) and what fixes it, in WhatsApp Manager or Business Manager (billing, verification, Account Quality); fix it and run the same command again (the campaign keeps its numbers); nothing was sent",
 		}
 	}
 	if !unlimited && limit > 0 && rec.UniquePhones > int64(limit) {
@@ -126,8 +126,13 @@ func (o *runOptions) preflight(ctx context.Context, c *whatsapp.Client, st *stor
 }
 
 // needsPreflight: a campaign reads its numbers before its first send, and
-// again while the last read found one BLOCKED.
-func needsPreflight(s store.Settings) bool {
+// again while the last read found one BLOCKED. A campaign that has sent
+// (its first run had --no-preflight, or predates the preflight) is not
+// stopped halfway by a read it did not start with.
+func needsPreflight(ctx context.Context, st *store.Store, s store.Settings) bool {
+	if c, err := st.Counts(ctx); err == nil && c.Sending+c.InDoubt+c.Sent+c.Delivered+c.Read+c.Failed > 0 {
+		return false
+	}
 	if len(s.Preflight) == 0 {
 		return true
 	}

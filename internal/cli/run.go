@@ -24,6 +24,7 @@ import (
 	"github.com/bulksend/bulksend/internal/campaign"
 	"github.com/bulksend/bulksend/internal/csvin"
 	"github.com/bulksend/bulksend/internal/engine"
+	"github.com/bulksend/bulksend/internal/pricing"
 	"github.com/bulksend/bulksend/internal/store"
 	"github.com/bulksend/bulksend/internal/template"
 	"github.com/bulksend/bulksend/internal/whatsapp"
@@ -65,6 +66,7 @@ type runOptions struct {
 	changed func(flag string) bool
 	log     *slog.Logger
 	mapping *template.Mapping // the first run's, for checking rows at import
+	card    *pricing.Card     // --rate-card, read before anything else
 }
 
 func newRunCmd(ios *IO, logger func() (*slog.Logger, error)) *cobra.Command {
@@ -161,6 +163,14 @@ func runRun(ctx context.Context, ios *IO, o *runOptions) error {
 	if _, err := os.Stat(o.csv); err != nil {
 		return usagef("", "campaign file: %w", err)
 	}
+	if o.rateCard != "" {
+		// Read first: a bad card is told before the import and the reads.
+		card, err := loadRateCard(o.rateCard, o.callingCodes)
+		if err != nil {
+			return err
+		}
+		o.card = card
+	}
 	db := o.db
 	if db == "" {
 		db = dbPath(o.csv)
@@ -215,7 +225,7 @@ func runRun(ctx context.Context, ios *IO, o *runOptions) error {
 	if err := o.prepare(runCtx, st, settings); err != nil {
 		return err
 	}
-	if o.dryRun || needsPreflight(settings) {
+	if o.dryRun || needsPreflight(runCtx, st, settings) {
 		if err := o.runPreflight(runCtx, ios, st, &settings, token, true); err != nil {
 			return err
 		}
@@ -319,6 +329,12 @@ func (o *runOptions) send(ctx, runCtx context.Context, ios *IO, st *store.Store,
 	runErr := eng.Run(runCtx)
 	prog.stop()
 
+	if until := eng.RestUntil(); until.After(time.Now()) {
+		// Rows the run never claimed are due now: keep the rest for them.
+		if _, err := st.Defer(ctx, until); err != nil {
+			return err
+		}
+	}
 	final, err := st.Counts(ctx)
 	if err != nil {
 		return err
@@ -363,6 +379,15 @@ func (o *runOptions) validate() error {
 	case "fallback", "strict":
 	default:
 		return usagef("", "invalid --mm-policy %q: want fallback or strict", o.mmPolicy)
+	}
+	if o.rateCard != "" && !o.dryRun {
+		return usagef("for what was billed so far: bulksend status CAMPAIGN.csv --rate-card FILE", "--rate-card prices the plan of a --dry-run")
+	}
+	if o.callingCodes != "" && o.rateCard == "" {
+		return usagef("", "--calling-codes goes with --rate-card")
+	}
+	if o.changed("mm-policy") && o.api != "marketing" {
+		return usagef("", "--mm-policy goes with --api marketing")
 	}
 	switch o.paramFormat {
 	case "", "positional", "named":
@@ -552,6 +577,10 @@ func (o *runOptions) importCSV(ctx context.Context, ios *IO, st *store.Store, to
 	category := ""
 	if src.def != nil {
 		category = strings.ToLower(src.def.Category)
+		if o.api == "marketing" && category != "marketing" {
+			return store.Settings{}, usagef("drop --api marketing to send it through Cloud API; nothing was sent",
+				"--api marketing: template %s/%s is a %s template, and the Marketing Messages API takes marketing templates only", o.template, o.lang, category)
+		}
 		o.log.Info("the CSV fits the approved template", "template", o.template, "lang", o.lang, "category", category, "from", src.from)
 	} else if o.sandbox {
 		o.log.Info("the sandbox has no definition of this template: it takes the CSV's body parameters as they are", "template", o.template, "sandbox_templates", strings.Join(sandboxKnows(), ","))
@@ -754,10 +783,10 @@ func unfinished(ctx context.Context, st *store.Store, c campaign.Counts, interru
 	if len(rests) > 0 {
 		var names []string
 		for _, r := range rests {
-			why = append(why, fmt.Sprintf("number %s rests for the rest of this run: (#%d) %s", r.Sender, r.Code, r.Title))
+			why = append(why, fmt.Sprintf("number %s is restricted, (#%d) %s: its rows wait", r.Sender, r.Code, r.Title))
 			names = append(names, r.Sender)
 		}
-		hint = fmt.Sprintf("number %s may not send now (see Account Quality in WhatsApp Manager); its rows wait: run the same command again once it may", strings.Join(names, ", "))
+		hint = fmt.Sprintf("check number %s in WhatsApp Manager (Account Quality): a spam-rate restriction lifts by itself; the next run tries the number again", strings.Join(names, ", "))
 	}
 	if restUntil.After(time.Now()) {
 		why = append(why, "the API asked to send nothing more until "+restUntil.Format(time.RFC3339))

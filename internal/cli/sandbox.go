@@ -17,6 +17,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/bulksend/bulksend/internal/csvin"
 	"github.com/bulksend/bulksend/internal/sandbox"
 	"github.com/bulksend/bulksend/internal/store"
 	"github.com/bulksend/bulksend/internal/template"
@@ -36,6 +37,7 @@ func demoSandbox() sandbox.Config {
 		TransientRate: 0.01, PermanentRate: 0.01, LateRate: 0.003, LateDelay: 2 * sandboxRequestTimeout,
 		FailRate: 0.02, ReadRate: 0.6, DuplicateRate: 0.05, ReorderRate: 0.05,
 		HeldRate: 0.03, HeldFailRate: 0.3,
+		USNumber: func(p string) bool { return csvin.Region(p) == "US" },
 	}
 }
 

@@ -114,6 +114,9 @@ func runStatus(ctx context.Context, ios *IO, o *statusOptions) error {
 	if err != nil {
 		return err
 	}
+	if o.callingCodes != "" && o.rateCard == "" {
+		return usagef("", "--calling-codes goes with --rate-card")
+	}
 	var card *pricing.Card
 	if o.rateCard != "" {
 		if card, err = loadRateCard(o.rateCard, o.callingCodes); err != nil {

@@ -320,7 +320,10 @@ func (e *Engine) dispatch(ctx, parent context.Context, sender string, sends *syn
 	}()
 	for jobs := range batches {
 		for i, j := range jobs {
-			if !e.slot(ctx, sender) {
+			if ok := e.slot(ctx, sender); !ok {
+				// Stopped, or resting: rows claimed do not wait out a rest
+				// as sending (a crash would leave them in doubt); they go
+				// back due at its end, and the claimer waits it out.
 				e.release(sender, jobs[i:])
 				break
 			}
@@ -333,34 +336,30 @@ func (e *Engine) dispatch(ctx, parent context.Context, sender string, sends *syn
 	return <-claimErr
 }
 
-// slot waits until a request of sender may leave: no rest, a slot in
-// flight and the pacer's send slot. It reports false when ctx is done.
+// slot waits until a request of sender may leave: a slot in flight and
+// the pacer's send slot. It reports false when ctx is done or the run
+// rests.
 func (e *Engine) slot(ctx context.Context, sender string) bool {
-	for {
-		if e.waitRest(ctx) != nil {
-			return false
-		}
-		// The slot in flight first, then the pacer's send slot: booked
-		// the other way round, a send held up by the gate would leave
-		// late and the next one at once, two requests back to back.
-		if err := e.gate.acquire(ctx); err != nil {
-			return false
-		}
-		if err := e.pacer.Wait(ctx, sender); err != nil {
-			e.gate.giveBack()
-			return false
-		}
-		// Checked again: a rest or a stop that came while this waited in
-		// the gate or the pacer must hold this request too.
-		if ctx.Err() != nil {
-			e.gate.giveBack()
-			return false
-		}
-		if e.RestUntil().IsZero() {
-			return true
-		}
-		e.gate.giveBack()
+	if !e.RestUntil().IsZero() {
+		return false
 	}
+	// The slot in flight first, then the pacer's send slot: booked the
+	// other way round, a send held up by the gate would leave late and the
+	// next one at once, two requests back to back.
+	if err := e.gate.acquire(ctx); err != nil {
+		return false
+	}
+	if err := e.pacer.Wait(ctx, sender); err != nil {
+		e.gate.giveBack()
+		return false
+	}
+	// Checked again: a rest or a stop that came while this waited in the
+	// gate or the pacer must hold this request too.
+	if ctx.Err() != nil || !e.RestUntil().IsZero() {
+		e.gate.giveBack()
+		return false
+	}
+	return true
 }
 
 // waitRest waits for the rest of the run to end, or ctx.

@@ -483,6 +483,37 @@ func TestRestWithinHorizon(t *testing.T) {
 	}
 }
 
+// TestRestReleasesClaimedRows: rows claimed when a rest begins go back to
+// pending, due at its end, rather than wait it out as sending: a crash
+// during the rest would leave them in doubt though they never left.
+func TestRestReleasesClaimedRows(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cp := checkpoint(40, "A")
+		fs := &fakeSender{fn: func(m campaign.Message, call int) (campaign.Receipt, error) {
+			if m.Row == 3 && call == 1 {
+				return campaign.Receipt{}, paused(30 * time.Second)
+			}
+			return accept(m, call)
+		}}
+		cfg := config(cp, fs, "A")
+		cfg.Rate = 10 // a claim holds a second's rows: several are claimed when the rest comes
+		var during campaign.Counts
+		go func() {
+			time.Sleep(10 * time.Second)
+			during = cp.Counts()
+		}()
+		if err := engine.New(cfg).Run(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if during.Sending != 0 || during.Pending == 0 {
+			t.Errorf("10 s into the rest: %+v, want no row sending and the rest pending", during)
+		}
+		if c := cp.Counts(); c.Sent != 40 {
+			t.Errorf("after the rest: %+v, want all 40 sent", c)
+		}
+	})
+}
+
 // TestRestBeyondHorizon: a rest that ends beyond the retry horizon stops
 // the run at once: no request leaves after it, and the rows it kept back
 // are pending with no attempt spent, due when it ends.

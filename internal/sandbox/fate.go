@@ -140,3 +140,13 @@ func splitmix64(x uint64) uint64 {
 	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
 	return x ^ (x >> 31)
 }
+
+// usMarketing makes f the fate of a marketing message to a US number:
+// accepted, sent, then failed 131049, whatever else was drawn.
+func (f *fate) usMarketing() {
+	if f.outcome != accepted && f.outcome != late {
+		return
+	}
+	f.held, f.heldFail, f.read = false, false, false
+	f.capped, f.failCode, f.sentFirst = true, codeEngagement, true
+}

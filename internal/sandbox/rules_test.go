@@ -440,6 +440,38 @@ func TestMarketingCap(t *testing.T) {
 	}
 }
 
+// USNumber: a marketing message to a US number is sent then failed 131049;
+// one to another number, or a utility message to a US number, is not.
+func TestUSMarketing(t *testing.T) {
+	var hooks bytes.Buffer
+	s := New(Config{
+		Rate: -1, PairInterval: -1,
+		Templates: []Template{{Name: "promo", Category: "MARKETING"}, {Name: "notice", Category: "utility"}},
+		Webhooks:  &hooks,
+		USNumber:  func(p string) bool { return strings.HasPrefix(p, "+1650") },
+	})
+	sent := map[string]string{}
+	for _, tc := range []struct{ to, template, want string }{
+		{"16505550001", "promo", "sent,failed/131049"},
+		{"447400123456", "promo", "sent,delivered"},
+		{"16505550002", "notice", "sent,delivered"},
+	} {
+		a := do(s, "POST", path, token, msg(tc.to, "", tc.template, "en", 0))
+		if a.status != 200 {
+			t.Fatal(a)
+		}
+		sent[a.wamid] = tc.want
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for id, ss := range webhooksByID(t, hooks.Bytes()) {
+		if got := statusNames(ss); got != sent[id] {
+			t.Errorf("statuses %s, want %s", got, sent[id])
+		}
+	}
+}
+
 func TestMarketingMessages(t *testing.T) {
 	spring := validSend(t, "spring_sale")
 	tests := []struct {

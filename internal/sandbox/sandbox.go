@@ -205,6 +205,12 @@ type Config struct {
 	// is drawn before FailRate, which applies to the rest.
 	MarketingCapRate float64
 
+	// USNumber, if set, tells US numbers (the area code decides within
+	// +1): a marketing message to one is accepted, then fails 131049, as
+	// WhatsApp has delivered no marketing templates to US numbers since
+	// April 2025. The sandbox knows no numbering plan of its own.
+	USNumber func(e164 string) bool
+
 	// MMOnboarded says the WABA is onboarded to the Marketing Messages API
 	// (POST /{phone-number-id}/marketing_messages). When it is, its sends
 	// go out through that API: webhooks priced marketing_lite. When it is
@@ -531,6 +537,10 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request, version, phoneID s
 		t.seen++
 		attempt = t.seen
 		ft = draw(s.cfg.Seed, waID, req.BizOpaqueCallbackData, attempt, s.rates, strings.ToLower(tmpl.Category))
+		if s.cfg.USNumber != nil && strings.EqualFold(tmpl.Category, "marketing") && s.cfg.USNumber("+"+waID) {
+			// WhatsApp delivers no marketing templates to US numbers: 131049.
+			ft.usMarketing()
+		}
 		if ft.outcome != accepted && ft.outcome != late {
 			return false
 		}

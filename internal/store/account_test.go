@@ -368,30 +368,4 @@ func TestPricingLists(t *testing.T) {
 	if err := s.EachBillable(ctx, func(string, string) error { return stop }); err != stop {
 		t.Errorf("EachBillable with fn failing: %v, want fn's error", err)
 	}
-
-	groups, err := s.BillableByPrefix(ctx, 5)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := []PhoneGroup{{Category: "marketing", Prefix: "+4477", Sample: phone(8), Rows: 1}}; !slices.Equal(groups, want) {
-		t.Errorf("BillableByPrefix: %+v, want %+v", groups, want)
-	}
-	for _, tt := range []struct {
-		n    int
-		want []PhoneGroup
-	}{
-		{12, []PhoneGroup{{Prefix: "+44770090001", Sample: phone(12), Rows: 3}}},
-		{99, []PhoneGroup{{Prefix: phone(12), Sample: phone(12), Rows: 1}, {Prefix: phone(13), Sample: phone(13), Rows: 1}, {Prefix: phone(14), Sample: phone(14), Rows: 1}}},
-	} {
-		groups, err = s.ToSendByPrefix(ctx, tt.n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !slices.Equal(groups, tt.want) {
-			t.Errorf("ToSendByPrefix(%d): %+v, want %+v", tt.n, groups, tt.want)
-		}
-	}
-	if _, err := s.ToSendByPrefix(ctx, 0); err == nil {
-		t.Error("ToSendByPrefix(0) succeeded")
-	}
 }

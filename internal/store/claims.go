@@ -174,3 +174,15 @@ func (s *Store) RecoverSending(ctx context.Context, now time.Time) (_ int64, err
 	n, _ := res.RowsAffected()
 	return n, nil
 }
+
+// Defer makes every pending row due no sooner than until: a rest the API
+// asked for outlives the run, so that a run started again at once (by
+// cron, on exit 3) sends nothing before it ends. It returns the rows moved.
+func (s *Store) Defer(ctx context.Context, until time.Time) (_ int64, err error) {
+	defer full(&err)
+	res, err := s.db.ExecContext(ctx, `UPDATE recipients SET next_at = ?1 WHERE status = 'pending' AND next_at < ?1`, ms(until))
+	if err != nil {
+		return 0, fmt.Errorf("defer pending rows: %w", err)
+	}
+	return res.RowsAffected()
+}

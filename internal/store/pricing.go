@@ -8,8 +8,8 @@ import (
 
 // This file lists the phones that a rate card prices: the rows Meta
 // billed (what a campaign cost so far) and the rows still to send (a
-// ceiling on what the rest may cost). Both come streaming, or grouped by
-// the start of the phone, so that memory does not grow with the campaign.
+// ceiling on what the rest may cost). Both come streaming, so that memory
+// does not grow with the campaign.
 
 // billableRows are the rows Meta bills (Report.Billable): a status webhook
 // said billable, and the message was delivered.
@@ -46,50 +46,6 @@ func (s *Store) EachToSend(ctx context.Context, fn func(phone string) error) err
 			}
 			return fn(phone)
 		})
-}
-
-// PhoneGroup is the rows whose phones begin alike, of one pricing
-// category.
-type PhoneGroup struct {
-	Category string // the pricing category; "" when none is known (rows to send)
-	Prefix   string // the phones' first characters, "+" included
-	// Sample is the least of the phones, for what needs a whole number:
-	// the country of +1 numbers is in the area code (csvin.Region).
-	Sample string
-	Rows   int64
-}
-
-// BillableByPrefix counts the rows Meta bills (Report.Billable) by pricing
-// category and the first prefixLen characters of their phone, in that
-// order. With prefixLen 5 ("+1201", "+4477", "+9198") each group falls in
-// one country but for a few that share a country code past its area code
-// (Guernsey in +44 1481, …): where that matters, use EachBillable.
-func (s *Store) BillableByPrefix(ctx context.Context, prefixLen int) ([]PhoneGroup, error) {
-	return s.groups(ctx, "billable rows", `COALESCE(pricing_category, '')`, billableRows, prefixLen)
-}
-
-// ToSendByPrefix counts the rows a run may still send (as EachToSend) by
-// the first prefixLen characters of their phone; see BillableByPrefix.
-// Their Category is "".
-func (s *Store) ToSendByPrefix(ctx context.Context, prefixLen int) ([]PhoneGroup, error) {
-	return s.groups(ctx, "rows to send", `''`, toSendRows, prefixLen)
-}
-
-func (s *Store) groups(ctx context.Context, what, category, where string, prefixLen int) ([]PhoneGroup, error) {
-	if prefixLen < 1 {
-		return nil, fmt.Errorf("%s by prefix: prefix length %d, want at least 1", what, prefixLen)
-	}
-	var out []PhoneGroup
-	err := s.each(ctx, what+" by prefix", `SELECT `+category+`, substr(phone, 1, ?), MIN(phone), COUNT(*) FROM recipients
-		WHERE `+where+` GROUP BY 1, 2 ORDER BY 1, 2`, func(rows *sql.Rows) error {
-		var g PhoneGroup
-		if err := rows.Scan(&g.Category, &g.Prefix, &g.Sample, &g.Rows); err != nil {
-			return fmt.Errorf("list %s by prefix: %w", what, err)
-		}
-		out = append(out, g)
-		return nil
-	}, prefixLen)
-	return out, err
 }
 
 // each runs a read-only query and calls scan for each row, streaming; an

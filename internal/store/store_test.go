@@ -437,3 +437,20 @@ func TestDiskFull(t *testing.T) {
 		t.Fatalf("a failed import left settings: %v", err)
 	}
 }
+
+func TestDefer(t *testing.T) {
+	ctx := context.Background()
+	st := newStore(t, phones(5, "1")...)
+	until := time.Now().Add(30 * time.Minute).Truncate(time.Millisecond)
+	n, err := st.Defer(ctx, until)
+	if err != nil || n != 5 {
+		t.Fatalf("Defer = %d, %v; want 5 rows", n, err)
+	}
+	if due, ok, err := st.NextDue(ctx, ""); err != nil || !ok || !due.Equal(until) {
+		t.Fatalf("NextDue = %v, %v, %v; want %v", due, ok, err, until)
+	}
+	// A row due later keeps its time.
+	if n, err := st.Defer(ctx, until.Add(-time.Minute)); err != nil || n != 0 {
+		t.Fatalf("an earlier Defer moved %d rows (%v), want 0", n, err)
+	}
+}
