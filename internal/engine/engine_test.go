@@ -497,14 +497,15 @@ func TestRestReleasesClaimedRows(t *testing.T) {
 		}}
 		cfg := config(cp, fs, "A")
 		cfg.Rate = 10 // a claim holds a second's rows: several are claimed when the rest comes
-		var during campaign.Counts
+		mid := make(chan campaign.Counts, 1)
 		go func() {
 			time.Sleep(10 * time.Second)
-			during = cp.Counts()
+			mid <- cp.Counts()
 		}()
 		if err := engine.New(cfg).Run(context.Background()); err != nil {
 			t.Fatal(err)
 		}
+		during := <-mid
 		if during.Sending != 0 || during.Pending == 0 {
 			t.Errorf("10 s into the rest: %+v, want no row sending and the rest pending", during)
 		}
