@@ -39,6 +39,7 @@ var adapters = []string{
 	"internal/cli",
 	"internal/webhook",
 	"internal/csvin",
+	"internal/pricing",
 }
 
 // rule forbids every package in from to depend on a package deny accepts.
