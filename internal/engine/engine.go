@@ -236,7 +236,9 @@ func (e *Engine) Rested() []Rest {
 
 // RestUntil returns when the rest the provider asked for ends; zero when
 // the run is not resting. After a Run that a rest beyond the retry
-// horizon stopped, it says when a new run may send.
+// horizon stopped, it says when a new run may send. A rest holds every
+// sender of the run: a call budget belongs to a business account, and a
+// campaign's numbers normally share one.
 func (e *Engine) RestUntil() time.Time {
 	e.mu.Lock()
 	defer e.mu.Unlock()
