@@ -55,6 +55,16 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzReader$$' -fuzztime $(FUZZTIME) ./internal/webhook
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./internal/webhook
 	$(GO) test -run '^$$' -fuzz '^FuzzSend$$' -fuzztime $(FUZZTIME) ./internal/sandbox
+	$(GO) test -run '^$$' -fuzz '^FuzzSendDefinition$$' -fuzztime $(FUZZTIME) ./internal/sandbox
+	$(GO) test -run '^$$' -fuzz '^FuzzListTemplates$$' -fuzztime $(FUZZTIME) ./internal/sandbox
+	$(GO) test -run '^$$' -fuzz '^FuzzSendMarketing$$' -fuzztime $(FUZZTIME) ./internal/sandbox
+	$(GO) test -run '^$$' -fuzz '^FuzzNumberFields$$' -fuzztime $(FUZZTIME) ./internal/sandbox
+	$(GO) test -run '^$$' -fuzz '^FuzzParseDefinitions$$' -fuzztime $(FUZZTIME) ./internal/template
+	$(GO) test -run '^$$' -fuzz '^FuzzValidate$$' -fuzztime $(FUZZTIME) ./internal/template
+	$(GO) test -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(FUZZTIME) ./internal/pricing
+	$(GO) test -run '^$$' -fuzz '^FuzzPrice$$' -fuzztime $(FUZZTIME) ./internal/pricing
+	$(GO) test -run '^$$' -fuzz '^FuzzParseUsage$$' -fuzztime $(FUZZTIME) ./internal/whatsapp
+	$(GO) test -run '^$$' -fuzz '^FuzzMeasure$$' -fuzztime $(FUZZTIME) ./internal/segment
 
 vet:
 	$(GO) vet ./...

@@ -28,6 +28,7 @@ var domain = []string{
 	"internal/pace",
 	"internal/reconcile",
 	"internal/template", // WhatsApp templates as data: definitions, mappings, Meta's rules for values
+	"internal/segment",  // SMS parts: GSM-7 or UCS-2, and how carriers split a body
 }
 
 // adapters talk to the outside world (SQLite, Meta's API, the fake API,
