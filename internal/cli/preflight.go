@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"net"
-	"net/http"
 	"strings"
 	"time"
 
@@ -217,15 +215,12 @@ func (o *runOptions) runPreflight(ctx context.Context, ios *IO, st *store.Store,
 	}
 	c := &whatsapp.Client{BaseURL: o.apiBase(ios), Version: o.apiVersion, Token: token, Timeout: o.readTimeout(), HTTP: whatsapp.NewHTTPClient(1)}
 	if o.sandbox {
-		sb := sandbox.New(demoSandbox())
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+		url, stop, err := serveLocal(sandbox.New(demoSandbox()))
 		if err != nil {
-			return fmt.Errorf("sandbox: %w", err)
+			return err
 		}
-		hs := &http.Server{Handler: sb, ReadHeaderTimeout: 10 * time.Second}
-		go hs.Serve(l)
-		defer func() { hs.Close(); sb.Close() }()
-		c.BaseURL, c.Token = "http://"+l.Addr().String(), "sandbox-token"
+		defer stop()
+		c.BaseURL, c.Token = url, "sandbox-token"
 	} else if token == "" {
 		o.log.Warn("no access token: the sender numbers' health and limits were not read")
 		return nil

@@ -306,6 +306,9 @@ func (o *runOptions) send(ctx, runCtx context.Context, ios *IO, st *store.Store,
 	if err != nil {
 		return err
 	}
+	if mapping == nil {
+		mapping = template.Positional(settings.Params) // once, not per send
+	}
 	conc := settings.Concurrency
 	client := &whatsapp.Client{
 		BaseURL: apiURL, Version: o.apiVersion, Token: token, Timeout: timeout,
@@ -418,18 +421,19 @@ func (o *runOptions) token(ios *IO) (string, error) {
 	if o.sandbox {
 		return "", nil
 	}
-	if o.dryRun && o.tokenFile == "" {
-		// Sends nothing: the token only reads the template, if there is one.
-		return strings.TrimSpace(ios.Getenv("WHATSAPP_TOKEN")), nil
-	}
-	if o.dryRun {
-		// Likewise: an unreadable token file only means the template is not read.
-		b, err := os.ReadFile(o.tokenFile)
-		if err != nil {
-			o.log.Warn("--token-file unreadable: the dry run cannot read the template", "err", err)
+	t, err := o.readToken(ios)
+	if err != nil && o.dryRun {
+		// A dry run sends nothing: without a token it only skips the reads
+		// of the template and the numbers, and says so then.
+		if o.tokenFile != "" {
+			o.log.Warn("the dry run has no access token", "err", err)
 		}
-		return strings.TrimSpace(string(b)), nil
+		return "", nil
 	}
+	return t, err
+}
+
+func (o *runOptions) readToken(ios *IO) (string, error) {
 	if o.tokenFile != "" {
 		b, err := os.ReadFile(o.tokenFile)
 		if err != nil {

@@ -74,26 +74,34 @@ func startSandbox(o *runOptions, s store.Settings, webhookLog string) (*runningS
 	}
 	cfg.Webhooks = bw
 	srv := sandbox.New(cfg)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	url, stop, err := serveLocal(srv)
 	if err != nil {
 		f.Close()
-		return nil, fmt.Errorf("sandbox: %w", err)
+		return nil, err
 	}
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
-	go hs.Serve(l)
 	o.log.Info("sending to the in-process sandbox (nothing leaves this machine)", "webhook_log", webhookLog)
 	return &runningSandbox{
-		url:   "http://" + l.Addr().String(),
+		url:   url,
 		token: cfg.Token,
 		stop: func() error {
-			hs.Close()
-			srv.Close()
+			stop()
 			st := srv.Stats()
 			o.log.Info("sandbox", "requests", st.Requests, "accepted", st.Accepted, "throttled", st.Throttled,
 				"duplicates", st.Duplicates, "max_per_second", st.MaxPerSecond)
 			return closeLog(webhookLog, bw, f)
 		},
 	}, nil
+}
+
+// serveLocal serves srv on 127.0.0.1 until stop, which also closes srv.
+func serveLocal(srv *sandbox.Server) (url string, stop func(), err error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, fmt.Errorf("sandbox: %w", err)
+	}
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
+	go hs.Serve(l)
+	return "http://" + l.Addr().String(), func() { hs.Close(); srv.Close() }, nil
 }
 
 func definitionNames(defs []template.Definition) []string {

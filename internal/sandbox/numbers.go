@@ -238,16 +238,7 @@ func (s *Server) readNumber(w http.ResponseWriter, r *http.Request, id string) {
 	if pick("health_status") {
 		resp.HealthStatus = s.health(id, n)
 	}
-	body, err := marshalGraph(resp, "")
-	if err != nil {
-		s.fail(w, errUnknown)
-		return
-	}
-	if !s.delay(r.Context(), s.latency()) {
-		return
-	}
-	w.Header().Set("Content-Type", "application/json; charset=UTF-8")
-	w.Write(body)
+	s.answer(w, r, resp)
 }
 
 // health is a number's health_status: one entity per node involved in its

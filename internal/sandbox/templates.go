@@ -102,7 +102,12 @@ func (s *Server) listTemplates(w http.ResponseWriter, r *http.Request, wabaID st
 		}
 		page.Paging = p
 	}
-	body, err := marshalGraph(page, "")
+	s.answer(w, r, page)
+}
+
+// answer writes v as a Graph read's answer, after the configured latency.
+func (s *Server) answer(w http.ResponseWriter, r *http.Request, v any) {
+	body, err := marshalGraph(v, "")
 	if err != nil {
 		// A definition's raw example that is not JSON.
 		s.fail(w, errUnknown)

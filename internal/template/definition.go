@@ -10,6 +10,7 @@
 package template
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -140,7 +141,7 @@ func (d Definition) HeaderFormat() string {
 	if !ok {
 		return ""
 	}
-	return strings.ToUpper(cmpOr(c.Format, "TEXT"))
+	return strings.ToUpper(cmp.Or(c.Format, "TEXT"))
 }
 
 var placeholderRE = regexp.MustCompile(`\{\{\s*([A-Za-z0-9_]+)\s*\}\}`)
@@ -237,11 +238,4 @@ func isDigits(s string) bool {
 		}
 	}
 	return true
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }

@@ -393,10 +393,10 @@ func (m *Mapping) against(def Definition) Problems {
 		}
 		probs = append(probs, fmt.Sprintf("%s: the template has %s", b.source(), what))
 	case hdr == "":
-		probs = append(probs, fmt.Sprintf("the template's header is %s: it needs a %s column, or --param %s=…", format, headerName(wantHdr), headerName(wantHdr)))
+		probs = append(probs, fmt.Sprintf("the template's header is %s: it needs a %s column, or --param %s=…", format, "header."+wantHdr, "header."+wantHdr))
 	default:
 		b, _ := m.find(Header, hdr, 0)
-		probs = append(probs, fmt.Sprintf("%s: the template's header is %s, not %s: use %s", b.source(), format, strings.ToUpper(headerName(hdr)[len("header."):]), headerName(wantHdr)))
+		probs = append(probs, fmt.Sprintf("%s: the template's header is %s, not %s: use %s", b.source(), format, strings.ToUpper(hdr), "header."+wantHdr))
 	}
 	// Body.
 	if def.Authentication() {
@@ -476,13 +476,6 @@ func (m *Mapping) body(def Definition) Problems {
 		}
 	}
 	return probs
-}
-
-func headerName(kind string) string {
-	if kind == "latitude" {
-		return "header.latitude"
-	}
-	return "header." + kind
 }
 
 // buttonKind names a button by what it takes.

@@ -145,6 +145,27 @@ type response struct {
 	} `json:"error"`
 }
 
+// apiError is the answer's Graph error, nil when it carries none.
+func (r *response) apiError(status int) *APIError {
+	if r.Error == nil {
+		return nil
+	}
+	return &APIError{
+		HTTPStatus: status, Code: r.Error.Code, Type: r.Error.Type, Message: r.Error.Message,
+		Details: r.Error.ErrorData.Details, TraceID: r.Error.TraceID,
+	}
+}
+
+// do sends req with the token, on c.HTTP or the default client.
+func (c *Client) do(req *http.Request) (*http.Response, error) {
+	req.Header.Set("Authorization", "Bearer "+c.Token)
+	hc := c.HTTP
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	return hc.Do(req)
+}
+
 // held reports whether a send response's message_status says the message
 // was accepted but held back: template pacing holds a new or recently
 // paused template's messages for quality assessment (they may later fail
@@ -220,12 +241,7 @@ func (c *Client) post(ctx context.Context, path string, body []byte) (rc campaig
 		return rc, 0, neverLeft(fmt.Errorf("build request: %w", err))
 	}
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+c.Token)
-	hc := c.HTTP
-	if hc == nil {
-		hc = http.DefaultClient
-	}
-	resp, err := hc.Do(req)
+	resp, err := c.do(req)
 	if err != nil {
 		return rc, 0, c.transportError(err, wrote.Load())
 	}
@@ -241,15 +257,8 @@ func (c *Client) post(ctx context.Context, path string, body []byte) (rc campaig
 	if resp.StatusCode == http.StatusOK && jerr == nil && len(r.Messages) > 0 && r.Messages[0].ID != "" {
 		return campaign.Receipt{ID: r.Messages[0].ID, Held: held(r.Messages[0].MessageStatus)}, rest, nil
 	}
-	if jerr == nil && r.Error != nil {
-		return rc, rest, (&APIError{
-			HTTPStatus: resp.StatusCode,
-			Code:       r.Error.Code,
-			Type:       r.Error.Type,
-			Message:    r.Error.Message,
-			Details:    r.Error.ErrorData.Details,
-			TraceID:    r.Error.TraceID,
-		}).sendError()
+	if api := r.apiError(resp.StatusCode); jerr == nil && api != nil {
+		return rc, rest, api.sendError()
 	}
 	switch {
 	case resp.StatusCode == http.StatusOK:

@@ -59,12 +59,7 @@ func (c *Client) get(ctx context.Context, path string, q url.Values, v any) erro
 	if err != nil {
 		return err
 	}
-	req.Header.Set("Authorization", "Bearer "+c.Token)
-	hc := c.HTTP
-	if hc == nil {
-		hc = http.DefaultClient
-	}
-	resp, err := hc.Do(req)
+	resp, err := c.do(req)
 	if err != nil {
 		return scrub(err)
 	}
@@ -81,10 +76,7 @@ func (c *Client) get(ctx context.Context, path string, q url.Values, v any) erro
 	}
 	var r response
 	if json.Unmarshal(raw, &r) == nil && r.Error != nil {
-		return &APIError{
-			HTTPStatus: resp.StatusCode, Code: r.Error.Code, Type: r.Error.Type, Message: r.Error.Message,
-			Details: r.Error.ErrorData.Details, TraceID: r.Error.TraceID,
-		}
+		return r.apiError(resp.StatusCode)
 	}
 	return &APIError{HTTPStatus: resp.StatusCode, Message: http.StatusText(resp.StatusCode)}
 }
