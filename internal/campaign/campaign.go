@@ -48,7 +48,29 @@ const (
 	SkipExcluded  SkipKind = "excluded"  // the phone is on the suppression list
 	SkipNoSender  SkipKind = "no sender" // no sender number for the row
 	SkipParameter SkipKind = "parameter" // a template parameter's value breaks Meta's rules
+	SkipOptedOut  SkipKind = "opted_out" // the phone is on the sender's opt-out list (SMS --sync-opt-outs)
+	SkipTooLong   SkipKind = "too long"  // the SMS body is over the provider's limit of parts
 )
+
+// Channel is how a campaign's messages travel. It is fixed on the first run.
+type Channel string
+
+const (
+	WhatsApp Channel = "whatsapp" // WhatsApp Cloud API template messages
+	SMS      Channel = "sms"      // text messages through AWS End User Messaging SMS
+)
+
+// ParseChannel parses a channel by its name ("" is WhatsApp, the channel
+// of checkpoints made before there was a choice).
+func ParseChannel(s string) (Channel, error) {
+	switch c := Channel(s); c {
+	case "", WhatsApp:
+		return WhatsApp, nil
+	case SMS:
+		return c, nil
+	}
+	return "", fmt.Errorf("invalid channel %q: want whatsapp or sms", s)
+}
 
 // Message is one template message to one recipient.
 type Message struct {
@@ -134,6 +156,12 @@ const (
 	// messages (WhatsApp 131049). Sending again soon makes it worse: no run
 	// resends it.
 	FailMarketingCap = "marketing_cap"
+	// FailThrottleExhausted: the provider throttled every try the channel
+	// allows (SMS: 5); the seed's "hard throttle".
+	FailThrottleExhausted = "throttle_exhausted"
+	// FailOptedOut: the recipient opted out of messages from the sender
+	// (SMS: STOP). Never retried, never a success.
+	FailOptedOut = "opted_out"
 )
 
 // Receipt is a provider's acceptance of a message.
@@ -152,6 +180,15 @@ type Pricing struct {
 	Category string // e.g. marketing, marketing_lite, utility, authentication
 	Type     string // e.g. regular, free_customer_service
 	Billable *bool  // nil when not said
+	// What an SMS event says was charged: message parts (0 when not said)
+	// and the price with carrier fees in US dollars (nil when not said).
+	Parts  int
+	Charge *float64
+}
+
+// Unpriced reports whether p says nothing.
+func (p Pricing) Unpriced() bool {
+	return p.Category == "" && p.Type == "" && p.Billable == nil && p.Parts == 0 && p.Charge == nil
 }
 
 func (e *SendError) Error() string {
@@ -254,6 +291,40 @@ func (c *Counts) Add(s Status, n int64) {
 
 // Unfinished reports whether rows still need a run or a reconcile.
 func (c Counts) Unfinished() bool { return c.Pending+c.Sending+c.InDoubt > 0 }
+
+// Buckets are the three outcomes an SMS operator counts, beside the rows
+// still unfinished; the four add up to Total.
+type Buckets struct {
+	Success      int64 `json:"success"`       // sent, delivered or read
+	HardThrottle int64 `json:"hard_throttle"` // failed with FailThrottleExhausted
+	Other        int64 `json:"other"`         // every other failed row, and the skipped ones
+	Unfinished   int64 `json:"unfinished"`    // pending, sending or in doubt
+}
+
+// BucketsOf sorts c into buckets; hardThrottled is how many of its failed
+// rows failed with FailThrottleExhausted.
+func BucketsOf(c Counts, hardThrottled int64) Buckets {
+	return Buckets{
+		Success:      c.Sent + c.Delivered + c.Read,
+		HardThrottle: hardThrottled,
+		Other:        c.Failed - hardThrottled + c.Skipped,
+		Unfinished:   c.Pending + c.Sending + c.InDoubt,
+	}
+}
+
+// ThrottleBackoff returns the delay before try number try+1 of a row
+// throttled try times: full jitter over base·4^(try-1), at most max
+// (2 s, 8 s, 32 s, 128 s, then 256 s for SMS). u is uniform in [0,1).
+func ThrottleBackoff(try int, base, max time.Duration, u float64) time.Duration {
+	d := base
+	for i := 1; i < try && d < max; i++ {
+		d *= 4
+	}
+	if d > max {
+		d = max
+	}
+	return time.Duration(u * float64(d))
+}
 
 // Backoff returns the delay before retry number attempt (1-based) with
 // exponential growth and full jitter: uniform in [0, min(max, base·2^(n-1))].

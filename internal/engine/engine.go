@@ -65,17 +65,24 @@ type Job struct {
 	Sender   string
 	Params   []string
 	Attempts int // including this one
+	// Cost is what the send costs the sender's pacer: 1 for a WhatsApp
+	// message, its parts for an SMS. 0 counts as 1.
+	Cost int
+	// Throttles is how many tries of this row were throttled before this
+	// one (see Config.ThrottleTries).
+	Throttles int
 }
 
 // Outcome is what became of one claimed row.
 type Outcome int
 
 const (
-	OutcomeSent    Outcome = iota + 1 // accepted: WAMID set
-	OutcomeFailed                     // permanent: Code and Title set
-	OutcomeRetry                      // pending again from NextAt; the attempt counts
-	OutcomeInDoubt                    // request left, no answer
-	OutcomeRelease                    // not the row's doing: pending again from NextAt, the attempt does not count
+	OutcomeSent      Outcome = iota + 1 // accepted: WAMID set
+	OutcomeFailed                       // permanent: Code and Title set
+	OutcomeRetry                        // pending again from NextAt; the attempt counts
+	OutcomeInDoubt                      // request left, no answer
+	OutcomeRelease                      // not the row's doing: pending again from NextAt, the attempt does not count
+	OutcomeThrottled                    // the sender was throttled: pending again from NextAt, the attempt does not count, one more throttled try
 )
 
 // Result is the outcome of one claimed row.
@@ -102,6 +109,15 @@ type Config struct {
 	Rate        float64 // per sender number per second; ≤ 0: unlimited
 	Concurrency int     // requests in flight; 0: rate × observed latency
 	MaxAttempts int     // default 5
+	// ThrottleTries: a row throttled this many times fails with
+	// campaign.FailThrottleExhausted, and each throttled try waits
+	// campaign.ThrottleBackoff (ThrottleBase, ThrottleMax) before the next
+	// (SMS: 5 tries, 2 s to 256 s). 0: throttled rows are retried at once
+	// and without limit, the pacer alone slowing them (WhatsApp, whose
+	// numbers recover within seconds).
+	ThrottleTries int
+	ThrottleBase  time.Duration // default 2s
+	ThrottleMax   time.Duration // default 256s
 
 	BackoffBase  time.Duration  // first transient retry delay bound; default 2s
 	BackoffMax   time.Duration  // default 5m
@@ -185,6 +201,12 @@ func New(cfg Config) *Engine {
 	}
 	if cfg.BackoffMax <= 0 {
 		cfg.BackoffMax = 5 * time.Minute
+	}
+	if cfg.ThrottleBase <= 0 {
+		cfg.ThrottleBase = 2 * time.Second
+	}
+	if cfg.ThrottleMax <= 0 {
+		cfg.ThrottleMax = 256 * time.Second
 	}
 	if cfg.PairBase <= 0 {
 		cfg.PairBase = time.Second
@@ -322,7 +344,7 @@ func (e *Engine) dispatch(ctx, parent context.Context, sender string, sends *syn
 	}()
 	for jobs := range batches {
 		for i, j := range jobs {
-			if ok := e.slot(ctx, sender); !ok {
+			if ok := e.slot(ctx, sender, j.Cost); !ok {
 				// Stopped, or resting: rows claimed do not wait out a rest
 				// as sending (a crash would leave them in doubt); they go
 				// back due at its end, and the claimer waits it out.
@@ -338,10 +360,10 @@ func (e *Engine) dispatch(ctx, parent context.Context, sender string, sends *syn
 	return <-claimErr
 }
 
-// slot waits until a request of sender may leave: a slot in flight and
-// the pacer's send slot. It reports false when ctx is done or the run
-// rests.
-func (e *Engine) slot(ctx context.Context, sender string) bool {
+// slot waits until a request of sender that costs cost may leave: a slot
+// in flight and the pacer's send slot. It reports false when ctx is done
+// or the run rests.
+func (e *Engine) slot(ctx context.Context, sender string, cost int) bool {
 	if !e.RestUntil().IsZero() {
 		return false
 	}
@@ -351,7 +373,7 @@ func (e *Engine) slot(ctx context.Context, sender string) bool {
 	if err := e.gate.acquire(ctx); err != nil {
 		return false
 	}
-	if err := e.pacer.Wait(ctx, sender); err != nil {
+	if err := e.pacer.WaitN(ctx, sender, cost); err != nil {
 		e.gate.giveBack()
 		return false
 	}
@@ -533,7 +555,17 @@ func (e *Engine) outcome(j Job, rc campaign.Receipt, err error, now time.Time) R
 		e.throttled.Add(1)
 		e.pacer.Throttled(j.Sender, now)
 		// Not the recipient's fault: the attempt does not count.
-		r.Outcome, r.NextAt = OutcomeRelease, now
+		r.Outcome, r.NextAt = OutcomeThrottled, now
+		if tries := j.Throttles + 1; e.cfg.ThrottleTries > 0 {
+			if tries >= e.cfg.ThrottleTries {
+				e.failed.Add(1)
+				r.Outcome, r.Reason = OutcomeFailed, campaign.FailThrottleExhausted
+				r.Title = fmt.Sprintf("%s (throttled %d times)", r.Title, tries)
+				return r
+			}
+			e.retries.Add(1)
+			r.NextAt = now.Add(campaign.ThrottleBackoff(tries, e.cfg.ThrottleBase, e.cfg.ThrottleMax, e.cfg.Jitter()))
+		}
 	case campaign.SenderRested:
 		e.restSender(j.Sender, se)
 		// Not the recipient's fault: the row waits for a run this sender

@@ -75,19 +75,39 @@ func (p *Pacer) number(from string, now time.Time) *number {
 // nothing and returns the rest of the pause with ok false: call again
 // after waiting.
 func (p *Pacer) Reserve(from string, now time.Time) (wait time.Duration, ok bool) {
+	return p.ReserveN(from, now, 1)
+}
+
+// ReserveN is Reserve for a send that costs cost tokens (an SMS of cost
+// parts). The send leaves when its first token is due and the others are
+// owed after it, so the next send waits for them: with a burst of one a
+// 3-part SMS at 1 part/s leaves at once and the next one 3 s later, as
+// the carrier passes the parts on one a second. A cost below 1 is 1.
+func (p *Pacer) ReserveN(from string, now time.Time, cost int) (wait time.Duration, ok bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	n := p.number(from, now)
 	if now.Before(n.pausedUntil) {
 		return n.pausedUntil.Sub(now), false
 	}
-	return n.lim.ReserveN(now, 1).DelayFrom(now), true
+	wait = n.lim.ReserveN(now, 1).DelayFrom(now)
+	for range cost - 1 {
+		n.lim.ReserveN(now, 1)
+	}
+	return wait, true
 }
 
 // Wait blocks until from may send, or ctx is done.
 func (p *Pacer) Wait(ctx context.Context, from string) error {
+	return p.WaitN(ctx, from, 1)
+}
+
+// WaitN blocks until a send of cost tokens from from may leave (see
+// ReserveN), or ctx is done. Tokens booked are not given back when ctx
+// ends first: the pacer errs on the slow side.
+func (p *Pacer) WaitN(ctx context.Context, from string, cost int) error {
 	for {
-		d, ok := p.Reserve(from, time.Now())
+		d, ok := p.ReserveN(from, time.Now(), cost)
 		if d > 0 {
 			t := time.NewTimer(d)
 			select {

@@ -94,11 +94,17 @@ func failureOf(s *Delivery) failure { return failure{s.Code, s.Title, s.Reason} 
 type price struct {
 	category, typ string
 	billable      int8 // 0 not said, 1 false, 2 true
+	parts         int
+	charge        float64
+	charged       bool // charge is said
 }
 
 // priceOf is p as a price.
 func priceOf(p campaign.Pricing) price {
-	v := price{category: p.Category, typ: p.Type}
+	v := price{category: p.Category, typ: p.Type, parts: p.Parts}
+	if p.Charge != nil {
+		v.charge, v.charged = *p.Charge, true
+	}
 	if p.Billable != nil {
 		v.billable = 1
 		if *p.Billable {
@@ -136,12 +142,25 @@ func (p price) less(q price) bool {
 	if p.typ != q.typ {
 		return p.typ < q.typ
 	}
-	return p.billable < q.billable
+	if p.billable != q.billable {
+		return p.billable < q.billable
+	}
+	if p.parts != q.parts {
+		return p.parts < q.parts
+	}
+	if p.charged != q.charged {
+		return !p.charged
+	}
+	return p.charge < q.charge
 }
 
 // pricing is p as a campaign.Pricing, with a Billable of its own.
 func (p price) pricing() campaign.Pricing {
-	v := campaign.Pricing{Category: p.category, Type: p.typ}
+	v := campaign.Pricing{Category: p.category, Type: p.typ, Parts: p.parts}
+	if p.charged {
+		c := p.charge
+		v.Charge = &c
+	}
 	if p.billable != 0 {
 		b := p.billable == 2
 		v.Billable = &b
@@ -151,7 +170,7 @@ func (p price) pricing() campaign.Pricing {
 
 // unpriced reports whether p says nothing: a row without pricing yet, a
 // status without one.
-func unpriced(p campaign.Pricing) bool { return p.Category == "" && p.Type == "" && p.Billable == nil }
+func unpriced(p campaign.Pricing) bool { return p.Unpriced() }
 
 // evidence is what a set of statuses proves about one row. Its zero value
 // proves nothing. join merges two of them; it is commutative, associative

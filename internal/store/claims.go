@@ -34,7 +34,7 @@ func (s *Store) Claim(ctx context.Context, sender string, now time.Time, limit i
 	for rows.Next() {
 		var j engine.Job
 		var params []byte
-		if err := rows.Scan(&j.Row, &j.Phone, &params, &j.Attempts); err != nil {
+		if err := rows.Scan(&j.Row, &j.Phone, &params, &j.Attempts, &j.Cost, &j.Throttles); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("claim: %w", err)
 		}
@@ -106,7 +106,8 @@ func (s *Store) NextDue(ctx context.Context, sender string) (t time.Time, ok boo
 // Record writes results in one transaction, one prepared statement per
 // outcome. Only rows still `sending` are changed, so a result can never
 // overwrite a settled row. A sent result keeps its Held flag (held), a
-// failed one its Reason (fail_reason, NULL for "").
+// failed one its Reason (fail_reason, NULL for ""); a throttled one counts
+// one more throttled try (throttles).
 func (s *Store) Record(ctx context.Context, results []engine.Result) (err error) {
 	defer full(&err)
 	if len(results) == 0 {
@@ -124,6 +125,8 @@ func (s *Store) Record(ctx context.Context, results []engine.Result) (err error)
 		engine.OutcomeRetry:   `UPDATE recipients SET status = 'pending', error_code = ?, error_title = ?, next_at = ?, updated_at = ? WHERE row = ? AND status = 'sending'`,
 		engine.OutcomeInDoubt: `UPDATE recipients SET status = 'in_doubt', error_code = ?, error_title = ?, updated_at = ? WHERE row = ? AND status = 'sending'`,
 		engine.OutcomeRelease: `UPDATE recipients SET status = 'pending', attempts = attempts - 1, next_at = ?, updated_at = ? WHERE row = ? AND status = 'sending'`,
+		engine.OutcomeThrottled: `UPDATE recipients SET status = 'pending', attempts = attempts - 1, throttles = throttles + 1, error_code = ?, error_title = ?,
+			next_at = ?, updated_at = ? WHERE row = ? AND status = 'sending'`,
 	}
 	prepared := map[engine.Outcome]*sql.Stmt{}
 	for _, r := range results {
@@ -148,7 +151,7 @@ func (s *Store) Record(ctx context.Context, results []engine.Result) (err error)
 			args = []any{code, nullString(r.Title), nullString(r.Reason), ms(r.At), r.Row}
 		case engine.OutcomeInDoubt:
 			args = []any{code, nullString(r.Title), ms(r.At), r.Row}
-		case engine.OutcomeRetry:
+		case engine.OutcomeRetry, engine.OutcomeThrottled:
 			args = []any{code, nullString(r.Title), ms(r.NextAt), ms(r.At), r.Row}
 		case engine.OutcomeRelease:
 			args = []any{ms(r.NextAt), ms(r.At), r.Row}

@@ -18,7 +18,8 @@ import (
 const deliveryChunk = 500
 
 const deliveryCols = `row, status, COALESCE(wamid, ''), COALESCE(error_code, 0), COALESCE(error_title, ''), COALESCE(fail_reason, ''),
-	COALESCE(sent_at, 0), COALESCE(delivered_at, 0), COALESCE(read_at, 0), COALESCE(pricing_category, ''), COALESCE(pricing_type, ''), billable`
+	COALESCE(sent_at, 0), COALESCE(delivered_at, 0), COALESCE(read_at, 0), COALESCE(pricing_category, ''), COALESCE(pricing_type, ''), billable,
+	COALESCE(billed_parts, 0), charged`
 
 // Deliveries puts into out the deliveries of the given rows and of the
 // rows holding the given wamids, keyed by row; it leaves the other entries
@@ -69,11 +70,16 @@ func scanDeliveries(rs *sql.Rows, out map[int64]reconcile.Delivery) error {
 	defer rs.Close()
 	var status sql.RawBytes
 	var billable sql.NullBool
+	var charged sql.NullFloat64
 	for rs.Next() {
 		var d reconcile.Delivery
 		if err := rs.Scan(&d.Row, &status, &d.WAMID, &d.Code, &d.Title, &d.Reason, &d.SentAt, &d.DeliveredAt, &d.ReadAt,
-			&d.Price.Category, &d.Price.Type, &billable); err != nil {
+			&d.Price.Category, &d.Price.Type, &billable, &d.Price.Parts, &charged); err != nil {
 			return err
+		}
+		if charged.Valid {
+			c := charged.Float64
+			d.Price.Charge = &c
 		}
 		if billable.Valid {
 			b := billable.Bool
@@ -120,7 +126,8 @@ func (s *Store) SaveDeliveries(ctx context.Context, withIDs, others []reconcile.
 	if len(withIDs) > 0 {
 		up, err := tx.PrepareContext(ctx, `UPDATE recipients SET status = ?2, wamid = ?3, error_code = ?4, error_title = ?5, fail_reason = ?6,
 			sent_at = ?7, delivered_at = ?8, read_at = ?9, updated_at = ?10,
-			pricing_category = COALESCE(pricing_category, ?11), pricing_type = COALESCE(pricing_type, ?12), billable = COALESCE(billable, ?13)
+			pricing_category = COALESCE(pricing_category, ?11), pricing_type = COALESCE(pricing_type, ?12), billable = COALESCE(billable, ?13),
+			billed_parts = COALESCE(billed_parts, ?14), charged = COALESCE(charged, ?15)
 			WHERE row = ?1`)
 		if err != nil {
 			return fmt.Errorf("save states: %w", err)
@@ -129,7 +136,8 @@ func (s *Store) SaveDeliveries(ctx context.Context, withIDs, others []reconcile.
 		for _, d := range withIDs {
 			if _, err := up.ExecContext(ctx, d.Row, string(d.Status), nullText(d.WAMID), nullInt(int64(d.Code)), nullText(d.Title), nullText(d.Reason),
 				nullInt(d.SentAt), nullInt(d.DeliveredAt), nullInt(d.ReadAt), at,
-				nullText(d.Price.Category), nullText(d.Price.Type), nullBool(d.Price.Billable)); err != nil {
+				nullText(d.Price.Category), nullText(d.Price.Type), nullBool(d.Price.Billable),
+				nullInt(int64(d.Price.Parts)), nullFloat(d.Price.Charge)); err != nil {
 				return fmt.Errorf("save state of row %d: %w", d.Row, err)
 			}
 		}
@@ -155,8 +163,9 @@ func (s *Store) SaveDeliveries(ctx context.Context, withIDs, others []reconcile.
 func saveOthers(ctx context.Context, tx *sql.Tx, others []reconcile.Delivery, priced bool, at int64) error {
 	width, set := 5, ``
 	if priced {
-		width, set = 8, `, pricing_category = COALESCE(recipients.pricing_category, v.column6),
-			pricing_type = COALESCE(recipients.pricing_type, v.column7), billable = COALESCE(recipients.billable, v.column8)`
+		width, set = 10, `, pricing_category = COALESCE(recipients.pricing_category, v.column6),
+			pricing_type = COALESCE(recipients.pricing_type, v.column7), billable = COALESCE(recipients.billable, v.column8),
+			billed_parts = COALESCE(recipients.billed_parts, v.column9), charged = COALESCE(recipients.charged, v.column10)`
 	}
 	one := "(" + strings.TrimSuffix(strings.Repeat("?,", width), ",") + "),"
 	var full *sql.Stmt // for statements of deliveryBatch rows
@@ -199,7 +208,8 @@ func saveOthers(ctx context.Context, tx *sql.Tx, others []reconcile.Delivery, pr
 		last = d.Row
 		args = append(args, d.Row, statusArg(d.Status), nullInt(d.SentAt), nullInt(d.DeliveredAt), nullInt(d.ReadAt))
 		if priced {
-			args = append(args, nullText(d.Price.Category), nullText(d.Price.Type), nullBool(d.Price.Billable))
+			args = append(args, nullText(d.Price.Category), nullText(d.Price.Type), nullBool(d.Price.Billable),
+				nullInt(int64(d.Price.Parts)), nullFloat(d.Price.Charge))
 		}
 		if n++; n == deliveryBatch {
 			if err := flush(); err != nil {
@@ -214,7 +224,15 @@ func saveOthers(ctx context.Context, tx *sql.Tx, others []reconcile.Delivery, pr
 }
 
 // unpriced reports whether p says nothing.
-func unpriced(p campaign.Pricing) bool { return p.Category == "" && p.Type == "" && p.Billable == nil }
+func unpriced(p campaign.Pricing) bool { return p.Unpriced() }
+
+// nullFloat is *v as a query argument, NULL for nil.
+func nullFloat(v *float64) any {
+	if v == nil {
+		return nil
+	}
+	return *v
+}
 
 // nullInt is v as a query argument, NULL for 0.
 func nullInt(v int64) any {

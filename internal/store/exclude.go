@@ -6,12 +6,27 @@ import (
 	"fmt"
 	"io"
 	"time"
+
+	"github.com/bulksend/bulksend/internal/campaign"
 )
 
 // Exclude marks rows not yet sent whose phone is in the suppression list
 // skipped ("excluded"). next returns io.EOF after the last phone. It
 // returns how many rows it skipped.
 func (s *Store) Exclude(ctx context.Context, next func() (string, error)) (_ int64, err error) {
+	return s.suppress(ctx, next, "", campaign.SkipExcluded, "excluded")
+}
+
+// OptOut marks rows not yet sent from sender whose phone is on sender's
+// opt-out list skipped ("opted_out"): a send would fail and may cost.
+// next returns io.EOF after the last phone.
+func (s *Store) OptOut(ctx context.Context, sender string, next func() (string, error)) (_ int64, err error) {
+	return s.suppress(ctx, next, sender, campaign.SkipOptedOut, "on the opt-out list of "+sender)
+}
+
+// suppress skips the rows not yet sent (of sender, "" for any) whose
+// phone next lists, as kind with reason.
+func (s *Store) suppress(ctx context.Context, next func() (string, error), sender string, kind campaign.SkipKind, reason string) (_ int64, err error) {
 	defer full(&err)
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
@@ -40,9 +55,9 @@ func (s *Store) Exclude(ctx context.Context, next func() (string, error)) (_ int
 	}
 	// A row with attempts behind it may have reached the recipient before:
 	// its reason says so, rather than claim it was never sent.
-	res, err := tx.ExecContext(ctx, `UPDATE recipients SET status = 'skipped', skip_kind = 'excluded',
-		reason = CASE WHEN attempts > 0 THEN 'excluded after an attempt with no answer' ELSE 'excluded' END, updated_at = ?
-		WHERE status = 'pending' AND phone IN (SELECT phone FROM excluded)`, ms(time.Now()))
+	res, err := tx.ExecContext(ctx, `UPDATE recipients SET status = 'skipped', skip_kind = ?1,
+		reason = CASE WHEN attempts > 0 THEN ?2 || ' after an attempt with no answer' ELSE ?2 END, updated_at = ?3
+		WHERE status = 'pending' AND (?4 = '' OR sender = ?4) AND phone IN (SELECT phone FROM excluded)`, string(kind), reason, ms(time.Now()), sender)
 	if err != nil {
 		return 0, fmt.Errorf("exclude: %w", err)
 	}

@@ -23,6 +23,10 @@ type Row struct {
 	Phone  string // E.164, or as written when Skip is set
 	Sender string
 	Params []string
+	// Parts and Encoding are an SMS row's rendered body measured (see
+	// package segment); 0 and "" for a WhatsApp row.
+	Parts    int
+	Encoding string
 	// Skip says why the row will not be sent, "" to send it; SkipKind
 	// groups it and must be set with it.
 	Skip     string
@@ -85,9 +89,9 @@ func (s *Store) Import(ctx context.Context, next func() (Row, error), settings f
 		return 0, fmt.Errorf("import: %w", err)
 	}
 	defer repeats.close()
-	// Each bound value is a cgo call, so the common row (to send, no id)
-	// binds five values and the rest are constants; rows with an id or a
-	// skip reason take the full row.
+	// Each bound value is a cgo call, so the common row (to send, no id,
+	// WhatsApp) binds five values and the rest are constants; rows with an
+	// id, a skip reason or parts take the full row.
 	now := strconv.FormatInt(ms(time.Now()), 10)
 	common, err := newMultiRow(ctx, tx, `INSERT INTO recipients(row, line, phone, sender, params, status, updated_at) VALUES `,
 		"(?,?,?,?,?,'pending',"+now+")", 5)
@@ -95,8 +99,8 @@ func (s *Store) Import(ctx context.Context, next func() (Row, error), settings f
 		return 0, fmt.Errorf("import: %w", err)
 	}
 	defer common.close()
-	full, err := newMultiRow(ctx, tx, `INSERT INTO recipients(row, line, ext_id, phone, sender, params, status, reason, skip_kind, updated_at) VALUES `,
-		"(?,?,?,?,?,?,?,?,?,"+now+")", 9)
+	full, err := newMultiRow(ctx, tx, `INSERT INTO recipients(row, line, ext_id, phone, sender, params, status, reason, skip_kind, parts, encoding, updated_at) VALUES `,
+		"(?,?,?,?,?,?,?,?,?,?,?,"+now+")", 11)
 	if err != nil {
 		return 0, fmt.Errorf("import: %w", err)
 	}
@@ -114,7 +118,7 @@ func (s *Store) Import(ctx context.Context, next func() (Row, error), settings f
 				}
 			}
 			params = appendParams(params[:0], r.Params)
-			if r.Skip != "" || r.ExtID != "" {
+			if r.Skip != "" || r.ExtID != "" || r.Parts != 0 {
 				status := string(campaign.Pending)
 				if r.Skip != "" {
 					status = string(campaign.Skipped)
@@ -122,7 +126,8 @@ func (s *Store) Import(ctx context.Context, next func() (Row, error), settings f
 						return 0, fmt.Errorf("import row %d: skipped (%s) without a skip kind", r.Row, r.Skip)
 					}
 				}
-				if err := full.add(r.Row, r.Line, nullString(r.ExtID), r.Phone, r.Sender, string(params), status, nullString(r.Skip), nullString(string(r.SkipKind))); err != nil {
+				if err := full.add(r.Row, r.Line, nullString(r.ExtID), r.Phone, r.Sender, string(params), status, nullString(r.Skip), nullString(string(r.SkipKind)),
+					nullInt(int64(r.Parts)), nullString(r.Encoding)); err != nil {
 					return 0, fmt.Errorf("import row %d: %w", r.Row, err)
 				}
 				continue

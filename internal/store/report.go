@@ -196,9 +196,11 @@ func (s *Store) Report(ctx context.Context, now time.Time) (Report, error) {
 			err = s.query(ctx, query, scan, args...)
 		}
 	}
+	// A provider without error codes (AWS) names its failures by reason:
+	// those group by it.
 	q(`SELECT status, COALESCE(error_code, 0), COALESCE(MAX(error_title), ''), COUNT(*) FROM recipients
 		WHERE error_code IS NOT NULL OR (error_title IS NOT NULL AND status IN ('failed', 'in_doubt', 'pending'))
-		GROUP BY status, error_code ORDER BY COUNT(*) DESC`, func(rows *sql.Rows) error {
+		GROUP BY status, error_code, CASE WHEN error_code IS NULL THEN fail_reason END ORDER BY COUNT(*) DESC`, func(rows *sql.Rows) error {
 		var e ErrorCount
 		var st string
 		if err := rows.Scan(&st, &e.Code, &e.Title, &e.Rows); err != nil {
@@ -259,6 +261,12 @@ type ExportRow struct {
 	Held       bool             // accepted but held back by WhatsApp; kept when the row moves on
 	FailReason string           // failed: a stable failure name (campaign.FailMarketingCap)
 	Price      campaign.Pricing // the first pricing a status webhook gave; Billable nil when unknown
+
+	// Added by schema version 4: an SMS row's parts and encoding (0 and ""
+	// for WhatsApp), and the tries of the row that were throttled.
+	Parts     int
+	Encoding  string
+	Throttles int
 }
 
 // Export calls fn for every row in row order, streaming.
@@ -266,7 +274,8 @@ func (s *Store) Export(ctx context.Context, fn func(ExportRow) error) error {
 	rows, err := s.db.QueryContext(ctx, `SELECT row, line, COALESCE(ext_id, ''), phone, sender, status, attempts,
 		COALESCE(wamid, ''), COALESCE(error_code, 0), COALESCE(error_title, ''), COALESCE(reason, ''),
 		attempted_at, sent_at, delivered_at, read_at, updated_at,
-		held, COALESCE(fail_reason, ''), COALESCE(pricing_category, ''), COALESCE(pricing_type, ''), billable
+		held, COALESCE(fail_reason, ''), COALESCE(pricing_category, ''), COALESCE(pricing_type, ''), billable,
+		COALESCE(parts, 0), COALESCE(encoding, ''), throttles, COALESCE(billed_parts, 0), charged
 		FROM recipients ORDER BY row`)
 	if err != nil {
 		return fmt.Errorf("export: %w", err)
@@ -278,10 +287,15 @@ func (s *Store) Export(ctx context.Context, fn func(ExportRow) error) error {
 		var attempted, sent, delivered, read sql.NullInt64
 		var updated int64
 		var billable sql.NullBool
+		var charged sql.NullFloat64
 		if err := rows.Scan(&r.Row, &r.Line, &r.ExtID, &r.Phone, &r.Sender, &st, &r.Attempts, &r.WAMID,
 			&r.ErrorCode, &r.ErrorTitle, &r.Reason, &attempted, &sent, &delivered, &read, &updated,
-			&r.Held, &r.FailReason, &r.Price.Category, &r.Price.Type, &billable); err != nil {
+			&r.Held, &r.FailReason, &r.Price.Category, &r.Price.Type, &billable,
+			&r.Parts, &r.Encoding, &r.Throttles, &r.Price.Parts, &charged); err != nil {
 			return fmt.Errorf("export: %w", err)
+		}
+		if charged.Valid {
+			r.Price.Charge = &charged.Float64
 		}
 		if billable.Valid {
 			r.Price.Billable = &billable.Bool
@@ -297,4 +311,35 @@ func (s *Store) Export(ctx context.Context, fn func(ExportRow) error) error {
 		return fmt.Errorf("export: %w", err)
 	}
 	return nil
+}
+
+// Parts is what an SMS campaign's rows cost in message parts, and what
+// its events said was billed.
+type Parts struct {
+	Planned     int64   `json:"planned"`      // parts of the rows not skipped
+	Sent        int64   `json:"sent"`         // parts of the rows accepted (sent, delivered, read)
+	UCS2Rows    int64   `json:"ucs2_rows"`    // rows not skipped whose body needs UCS-2
+	Throttled   int64   `json:"throttled"`    // throttled tries, all rows
+	BilledRows  int64   `json:"billed_rows"`  // rows an event gave billed parts or a price
+	BilledParts int64   `json:"billed_parts"` // parts the events said were billed
+	Charged     float64 `json:"charged_usd"`  // price with carrier fees the events said, in US dollars
+}
+
+// Parts sums the parts of an SMS campaign's rows (one scan). A WhatsApp
+// campaign has none: every figure is 0 but Throttled.
+func (s *Store) Parts(ctx context.Context) (Parts, error) {
+	var p Parts
+	err := s.db.QueryRowContext(ctx, `SELECT
+		COALESCE(SUM(CASE WHEN status <> 'skipped' THEN parts END), 0),
+		COALESCE(SUM(CASE WHEN status IN ('sent', 'delivered', 'read') THEN parts END), 0),
+		COALESCE(SUM(status <> 'skipped' AND encoding = 'UCS-2'), 0),
+		COALESCE(SUM(throttles), 0),
+		COALESCE(SUM(billed_parts IS NOT NULL OR charged IS NOT NULL), 0),
+		COALESCE(SUM(billed_parts), 0),
+		COALESCE(SUM(charged), 0)
+		FROM recipients`).Scan(&p.Planned, &p.Sent, &p.UCS2Rows, &p.Throttled, &p.BilledRows, &p.BilledParts, &p.Charged)
+	if err != nil {
+		return p, fmt.Errorf("report parts: %w", err)
+	}
+	return p, nil
 }

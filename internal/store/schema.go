@@ -65,6 +65,19 @@ var migrations = []string{
 	ALTER TABLE recipients ADD COLUMN pricing_category TEXT;
 	ALTER TABLE recipients ADD COLUMN pricing_type TEXT;
 	ALTER TABLE recipients ADD COLUMN billable INTEGER;`,
+
+	// 4: the SMS channel (issue 12). parts and encoding: the rendered
+	// body's message parts and its encoding (GSM-7 or UCS-2), measured at
+	// import; NULL for a WhatsApp row, whose send costs the pacer one.
+	// throttles: tries of the row the provider throttled (an SMS row fails
+	// after a limit of them; a WhatsApp row only counts them). billed_parts
+	// and charged: what an SMS event said was billed (parts, and the price
+	// with carrier fees in US dollars), the first one kept like pricing_*.
+	`ALTER TABLE recipients ADD COLUMN parts INTEGER;
+	ALTER TABLE recipients ADD COLUMN encoding TEXT;
+	ALTER TABLE recipients ADD COLUMN throttles INTEGER NOT NULL DEFAULT 0;
+	ALTER TABLE recipients ADD COLUMN billed_parts INTEGER;
+	ALTER TABLE recipients ADD COLUMN charged REAL;`,
 }
 
 // legacySkipKind reads a skip reason's kind off its wording, as releases

@@ -27,7 +27,11 @@ func TestCheckpointConformance(t *testing.T) {
 			}
 			r := rows[i]
 			i++
-			return Row{Row: r.Row, Line: int(r.Row) + 1, Phone: r.Phone, Sender: r.Sender, Params: r.Params}, nil
+			row := Row{Row: r.Row, Line: int(r.Row) + 1, Phone: r.Phone, Sender: r.Sender, Params: r.Params, Parts: r.Parts}
+			if r.Parts > 0 {
+				row.Encoding = "GSM-7"
+			}
+			return row, nil
 		}, func() Settings { return Settings{CampaignID: "c1"} })
 		if err != nil {
 			t.Fatal(err)
@@ -54,7 +58,7 @@ func (p probe) State(row int64) (st enginetest.State, ok bool) {
 	err := p.s.Export(context.Background(), func(r ExportRow) error {
 		if r.Row == row {
 			st = enginetest.State{Row: enginetest.Row{Row: r.Row, Phone: r.Phone, Sender: r.Sender}, Status: r.Status,
-				Attempts: r.Attempts, WAMID: r.WAMID, Code: r.ErrorCode, Title: r.ErrorTitle}
+				Attempts: r.Attempts, WAMID: r.WAMID, Code: r.ErrorCode, Title: r.ErrorTitle, Throttles: r.Throttles}
 			ok = true
 		}
 		return nil

@@ -65,7 +65,7 @@ func Open(path string) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("open checkpoint %q: %w", path, err)
 	}
-	if s.claimSelect, err = db.Prepare(`SELECT row, phone, params, attempts FROM recipients
+	if s.claimSelect, err = db.Prepare(`SELECT row, phone, params, attempts, COALESCE(parts, 1), throttles FROM recipients
 		WHERE status = 'pending' AND sender = ? AND next_at <= ? ORDER BY next_at, row LIMIT ?`); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open checkpoint %q: %w", path, err)

@@ -20,6 +20,7 @@ type Row struct {
 	Phone  string
 	Sender string
 	Params []string
+	Parts  int // an SMS row's parts: the job's Cost; 0 for a WhatsApp row (cost 1)
 }
 
 // State is what Memory holds of one row.
@@ -34,6 +35,7 @@ type State struct {
 	Code        int
 	Title       string
 	Reason      string // failed: a stable failure name
+	Throttles   int    // throttled tries
 }
 
 // Memory is an engine.Checkpoint in memory, with the SQLite store's
@@ -79,7 +81,8 @@ func (m *Memory) Claim(ctx context.Context, sender string, now time.Time, limit 
 	jobs := make([]engine.Job, 0, min(limit, len(due)))
 	for _, s := range due[:min(limit, len(due))] {
 		s.Status, s.Attempts, s.AttemptedAt = campaign.Sending, s.Attempts+1, now
-		jobs = append(jobs, engine.Job{Row: s.Row.Row, Phone: s.Phone, Sender: s.Sender, Params: slices.Clone(s.Params), Attempts: s.Attempts})
+		jobs = append(jobs, engine.Job{Row: s.Row.Row, Phone: s.Phone, Sender: s.Sender, Params: slices.Clone(s.Params), Attempts: s.Attempts,
+			Cost: max(1, s.Parts), Throttles: s.Throttles})
 	}
 	return jobs, nil
 }
@@ -105,6 +108,9 @@ func (m *Memory) Record(ctx context.Context, results []engine.Result) error {
 			s.Status, s.Code, s.Title = campaign.InDoubt, r.Code, r.Title
 		case engine.OutcomeRelease:
 			s.Status, s.Attempts, s.NextAt = campaign.Pending, s.Attempts-1, ms(r.NextAt)
+		case engine.OutcomeThrottled:
+			s.Status, s.Attempts, s.Throttles = campaign.Pending, s.Attempts-1, s.Throttles+1
+			s.Code, s.Title, s.NextAt = r.Code, r.Title, ms(r.NextAt)
 		default:
 			return fmt.Errorf("record row %d: unknown outcome %d", r.Row, r.Outcome)
 		}

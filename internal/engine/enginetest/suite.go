@@ -16,7 +16,8 @@ import (
 type Open func(t *testing.T, rows []Row) (engine.Checkpoint, Probe)
 
 // Probe reads a checkpoint's rows back, for the suite's checks: Memory is
-// one. State need only fill Status, Attempts, WAMID, Code and Title.
+// one. State need only fill Status, Attempts, WAMID, Code, Title and
+// Throttles.
 type Probe interface {
 	Counts() campaign.Counts
 	State(row int64) (State, bool)
@@ -117,6 +118,30 @@ func CheckpointSuite(t *testing.T, open Open) {
 		jobs = claim(t, cp, "A", now.Add(time.Hour), 10)
 		if rowsOf(jobs) != "[3]" || jobs[0].Attempts != 2 {
 			t.Fatalf("claim an hour later = %+v, want row 3 on its second attempt", jobs)
+		}
+	})
+
+	t.Run("a throttled try spends no attempt, counts a throttle and waits", func(t *testing.T) {
+		rows := Rows(1, 2, "A")
+		rows[0].Parts, rows[1].Parts = 3, 1
+		cp, probe := open(t, rows)
+		jobs := claim(t, cp, "A", now, 2)
+		if len(jobs) != 2 || jobs[0].Cost != 3 || jobs[1].Cost != 1 || jobs[0].Throttles != 0 {
+			t.Fatalf("jobs = %+v, want costs 3 and 1 (the rows' parts), no throttles", jobs)
+		}
+		for try := 1; try <= 2; try++ {
+			record(t, cp, Result(1, engine.OutcomeThrottled, now, now.Add(time.Duration(try)*time.Second)))
+			st, _ := probe.State(1)
+			if st.Status != campaign.Pending || st.Attempts != 0 || st.Throttles != try || st.Code != 429 {
+				t.Fatalf("after throttle %d: %+v, want pending, 0 attempts, %d throttles, code 429", try, st, try)
+			}
+			if got := claim(t, cp, "A", now.Add(time.Duration(try)*time.Second-time.Millisecond), 10); len(got) != 0 {
+				t.Fatalf("claimed %+v before the throttled row was due", got)
+			}
+			jobs = claim(t, cp, "A", now.Add(time.Duration(try)*time.Second), 10)
+			if len(jobs) != 1 || jobs[0].Row != 1 || jobs[0].Throttles != try || jobs[0].Attempts != 1 || jobs[0].Cost != 3 {
+				t.Fatalf("claim after throttle %d = %+v, want row 1 with %d throttles on its first attempt", try, jobs, try)
+			}
 		}
 	})
 
@@ -230,4 +255,10 @@ func CheckpointSuite(t *testing.T, open Open) {
 			t.Fatalf("counts = %+v, %d rows claimed; want all %d sent once", c, len(seen), len(rows))
 		}
 	})
+}
+
+// Result is a throttled-like result of row at at, due again at next: the
+// code and title of a throttle.
+func Result(row int64, o engine.Outcome, at, next time.Time) engine.Result {
+	return engine.Result{Row: row, Outcome: o, Code: 429, Title: "throttled", NextAt: next, At: at}
 }
