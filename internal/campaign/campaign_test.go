@@ -63,3 +63,26 @@ func TestSendErrorUnwraps(t *testing.T) {
 		t.Fatalf("zero Class = %v, want %v: an unclassified error must never be resent", got, Unanswered)
 	}
 }
+
+func TestThrottleBackoff(t *testing.T) {
+	for try, want := range map[int]time.Duration{1: 2 * time.Second, 2: 8 * time.Second, 3: 32 * time.Second, 4: 128 * time.Second, 5: 256 * time.Second, 9: 256 * time.Second} {
+		if got := ThrottleBackoff(try, 2*time.Second, 256*time.Second, 1); got != want {
+			t.Errorf("ThrottleBackoff(%d) bound = %v, want %v", try, got, want)
+		}
+		if got := ThrottleBackoff(try, 2*time.Second, 256*time.Second, 0.5); got != want/2 {
+			t.Errorf("ThrottleBackoff(%d) at 0.5 = %v, want %v (full jitter)", try, got, want/2)
+		}
+	}
+}
+
+func TestBucketsAddUp(t *testing.T) {
+	c := Counts{Total: 100, Pending: 5, Sending: 1, InDoubt: 2, Sent: 40, Delivered: 30, Read: 2, Failed: 15, Skipped: 5}
+	b := BucketsOf(c, 6)
+	want := Buckets{Success: 72, HardThrottle: 6, Other: 14, Unfinished: 8}
+	if b != want {
+		t.Fatalf("buckets = %+v, want %+v", b, want)
+	}
+	if b.Success+b.HardThrottle+b.Other+b.Unfinished != c.Total {
+		t.Fatalf("buckets %+v do not add up to %d", b, c.Total)
+	}
+}

@@ -808,3 +808,74 @@ func TestRestStopIsNoError(t *testing.T) {
 		}
 	})
 }
+
+// TestThrottleTries: with a limit of throttled tries (SMS), a row the
+// provider throttles every time is sent exactly that many times, waits
+// a 4× backoff between tries, and fails as throttle_exhausted without
+// spending an attempt; a row that gets through before the limit is sent.
+func TestThrottleTries(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cp := checkpoint(4, "A")
+		fs := &fakeSender{fn: func(m campaign.Message, call int) (campaign.Receipt, error) {
+			if m.Row%2 == 0 || call < 5 { // even rows: always; odd rows: the 5th try gets through
+				return campaign.Receipt{}, sendErr(campaign.Throttled, 0)
+			}
+			return accept(m, call)
+		}}
+		cfg := config(cp, fs, "A")
+		cfg.ThrottleTries, cfg.MaxAttempts = 5, 1
+		cfg.Jitter = func() float64 { return 0.999 } // the longest waits: 2, 8, 32, 128 s
+		start := time.Now()
+		if err := engine.New(cfg).Run(context.Background()); err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+		if c := cp.Counts(); c.Sent != 2 || c.Failed != 0+2 {
+			t.Fatalf("counts = %+v, want 2 sent (odd rows) and 2 failed (even rows)", c)
+		}
+		for row := int64(1); row <= 4; row++ {
+			if n := fs.count(row); n != 5 {
+				t.Errorf("row %d sent %d times, want 5", row, n)
+			}
+			st, _ := cp.State(row)
+			switch {
+			case row%2 == 0 && (st.Reason != campaign.FailThrottleExhausted || st.Throttles != 4 || !strings.Contains(st.Title, "throttled 5 times")):
+				t.Errorf("row %d = %+v, want failed throttle_exhausted after 4 recorded throttles and a title saying 5", row, st)
+			case row%2 == 1 && (st.Status != campaign.Sent || st.Throttles != 4):
+				t.Errorf("row %d = %+v, want sent after 4 throttles", row, st)
+			}
+		}
+		// 2+8+32+128 s of backoff at most (jitter 0.999), plus the pacer's
+		// pauses, which overlap with them.
+		if took := time.Since(start); took < 169*time.Second || took > 175*time.Second {
+			t.Errorf("run took %v, want about 170 s: the waits grow 2, 8, 32, 128 s", took)
+		}
+	})
+}
+
+// TestPartsPaceTheSender: an SMS of k parts costs k tokens of its sender's
+// pacer. It leaves when its first token is due and the next send waits
+// for the other k−1.
+func TestPartsPaceTheSender(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rows := enginetest.Rows(1, 4, "A")
+		for i, parts := range []int{3, 1, 2, 1} {
+			rows[i].Parts = parts
+		}
+		cp := enginetest.NewMemory(rows...)
+		fs := &fakeSender{fn: accept}
+		cfg := config(cp, fs, "A")
+		cfg.Rate = 1 / pace.Headroom // exactly one part a second after headroom
+		start := time.Now()
+		if err := engine.New(cfg).Run(context.Background()); err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+		var got []time.Duration
+		for _, at := range fs.at {
+			got = append(got, at.Sub(start).Round(time.Millisecond))
+		}
+		want := []time.Duration{0, 3 * time.Second, 4 * time.Second, 6 * time.Second}
+		if !slices.Equal(got, want) {
+			t.Fatalf("sends at %v, want %v: 3 parts, 1, 2, 1 at one part a second", got, want)
+		}
+	})
+}

@@ -102,3 +102,25 @@ func TestUnlimited(t *testing.T) {
 		}
 	}
 }
+
+// TestReserveNOwesTheRest: a send of several tokens leaves when its first
+// is due; the next send waits for the rest.
+func TestReserveNOwesTheRest(t *testing.T) {
+	p := New(1 / Headroom) // one token a second
+	t0 := time.Unix(1_750_000_000, 0)
+	for i, tc := range []struct {
+		at   time.Duration
+		cost int
+		wait time.Duration
+	}{
+		{0, 3, 0},                             // leaves at once, owes 2 s
+		{0, 1, 3 * time.Second},               // after the 3 parts
+		{3 * time.Second, 2, time.Second},     // the token at 3 s was booked: 4 s
+		{4 * time.Second, 0, 2 * time.Second}, // cost 0 counts as 1: after 4 s + 2 parts
+	} {
+		d, ok := p.ReserveN("A", t0.Add(tc.at), tc.cost)
+		if !ok || d.Round(time.Millisecond) != tc.wait {
+			t.Errorf("reservation %d at %v of %d: wait %v (ok %v), want %v", i, tc.at, tc.cost, d, ok, tc.wait)
+		}
+	}
+}
