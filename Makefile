@@ -65,6 +65,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzPrice$$' -fuzztime $(FUZZTIME) ./internal/pricing
 	$(GO) test -run '^$$' -fuzz '^FuzzParseUsage$$' -fuzztime $(FUZZTIME) ./internal/whatsapp
 	$(GO) test -run '^$$' -fuzz '^FuzzMeasure$$' -fuzztime $(FUZZTIME) ./internal/segment
+	$(GO) test -run '^$$' -fuzz '^FuzzSendTextMessage$$' -fuzztime $(FUZZTIME) ./internal/smssandbox
 
 vet:
 	$(GO) vet ./...
