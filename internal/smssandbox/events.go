@@ -1,0 +1,157 @@
+package smssandbox
+
+import (
+	"bufio"
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"sync"
+	"time"
+)
+
+// eventRecord is an SMS event as AWS writes it to an event destination
+// (AWS-EVT's example record): camelCase members, times in unix
+// milliseconds. mcc and mnc are left out: the sandbox knows no carriers.
+type eventRecord struct {
+	EventType                string            `json:"eventType"`
+	EventVersion             string            `json:"eventVersion"`
+	EventTimestamp           int64             `json:"eventTimestamp"`
+	IsFinal                  bool              `json:"isFinal"`
+	OriginationPhoneNumber   string            `json:"originationPhoneNumber"`
+	DestinationPhoneNumber   string            `json:"destinationPhoneNumber"`
+	IsoCountryCode           string            `json:"isoCountryCode"`
+	MessageID                string            `json:"messageId"`
+	MessageRequestTimestamp  int64             `json:"messageRequestTimestamp"`
+	MessageEncoding          string            `json:"messageEncoding"`
+	MessageType              string            `json:"messageType"`
+	MessageStatus            string            `json:"messageStatus"`
+	MessageStatusDescription string            `json:"messageStatusDescription"`
+	Context                  map[string]string `json:"context,omitempty"`
+	TotalMessageParts        int               `json:"totalMessageParts"`
+	TotalMessagePrice        float64           `json:"totalMessagePrice"`
+	TotalCarrierFee          float64           `json:"totalCarrierFee"`
+}
+
+// statuses are the messageStatus and description of each final event.
+var statuses = map[string]struct{ status, description string }{
+	"TEXT_DELIVERED":           {"DELIVERED", "Message has been accepted by phone"},
+	"TEXT_CARRIER_UNREACHABLE": {"CARRIER_UNREACHABLE", "The carrier could not be reached"},
+	"TEXT_BLOCKED":             {"BLOCKED", "The message was blocked by the carrier"},
+	"TEXT_SPAM":                {"SPAM", "The carrier flagged the message as spam"},
+	"TEXT_INVALID":             {"INVALID", "The destination phone number is not valid"},
+	"TEXT_TTL_EXPIRED":         {"TTL_EXPIRED", "The message was not delivered before its time to live ran out"},
+}
+
+// afterFunc runs f after d in its own goroutine and returns what stops it,
+// as time.AfterFunc does.
+type afterFunc func(d time.Duration, f func()) (stop func() bool)
+
+func realAfter(d time.Duration, f func()) func() bool { return time.AfterFunc(d, f).Stop }
+
+// events writes event records when they happen, one line each, from
+// whichever timer fires; the lock keeps lines whole and in the order
+// written.
+type events struct {
+	now   func() time.Time
+	after afterFunc
+	stats *counters
+
+	mu      sync.Mutex
+	w       *bufio.Writer
+	err     error // the first write error
+	closed  bool
+	seq     uint64
+	pending map[uint64]*pending
+}
+
+// pending is an event waiting for its time.
+type pending struct {
+	seq  uint64
+	rec  eventRecord
+	due  time.Time
+	stop func() bool
+}
+
+func newEvents(w io.Writer, now func() time.Time, after afterFunc, st *counters) *events {
+	return &events{w: bufio.NewWriter(w), now: now, after: after, stats: st, pending: map[uint64]*pending{}}
+}
+
+// schedule writes rec in d, stamped due. After close it writes it now.
+func (e *events) schedule(rec eventRecord, due time.Time, d time.Duration) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		e.write(rec, due)
+		e.flush()
+		return
+	}
+	e.seq++
+	p := &pending{seq: e.seq, rec: rec, due: due}
+	e.pending[p.seq] = p
+	p.stop = e.after(d, func() { e.fire(p.seq) })
+}
+
+// fire writes the pending event seq, unless close took it first.
+func (e *events) fire(seq uint64) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	p, ok := e.pending[seq]
+	if !ok {
+		return
+	}
+	delete(e.pending, seq)
+	e.write(p.rec, p.due)
+	e.flush()
+}
+
+// close stops the timers and writes what is pending, earliest first.
+func (e *events) close() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.closed = true
+	ps := make([]*pending, 0, len(e.pending))
+	for _, p := range e.pending {
+		ps = append(ps, p)
+	}
+	slices.SortFunc(ps, func(a, b *pending) int {
+		return cmp.Or(a.due.Compare(b.due), cmp.Compare(a.seq, b.seq))
+	})
+	for _, p := range ps {
+		if p.stop != nil {
+			p.stop()
+		}
+		e.write(p.rec, p.due)
+	}
+	clear(e.pending)
+	e.flush()
+	return e.err
+}
+
+// write stamps rec with due, or with the time of writing if due is still
+// to come: an event is never stamped in the future.
+func (e *events) write(rec eventRecord, due time.Time) {
+	if now := e.now(); due.After(now) {
+		due = now
+	}
+	rec.EventTimestamp = due.UnixMilli()
+	b, _ := json.Marshal(rec)
+	b = append(b, '\n')
+	if e.err != nil {
+		return
+	}
+	if _, err := e.w.Write(b); err != nil {
+		e.err = fmt.Errorf("write sandbox events: %w", err)
+		return
+	}
+	e.stats.events.Add(1)
+}
+
+func (e *events) flush() {
+	if e.err == nil {
+		if err := e.w.Flush(); err != nil {
+			e.err = fmt.Errorf("write sandbox events: %w", err)
+		}
+	}
+}

@@ -1,0 +1,114 @@
+package smssandbox
+
+import (
+	"encoding/binary"
+	"hash/fnv"
+	"maps"
+	"slices"
+	"time"
+)
+
+// outcome is what becomes of a send that passed validation, ThrottleAlways
+// and the budget.
+type outcome int
+
+const (
+	accepted      outcome = iota
+	late                  // accepted, the answer held back LateDelay
+	throttled             // ThrottleRate: other traffic on the number
+	internalSent          // InternalServerException, yet the message went out
+	internalEaten         // InternalServerException, nothing sent
+)
+
+// sent reports whether the message goes out: it charges the budget and
+// gets an event.
+func (o outcome) sent() bool { return o == accepted || o == late || o == internalSent }
+
+// failures are the final events FailRate draws from.
+var failures = []string{
+	"TEXT_CARRIER_UNREACHABLE",
+	"TEXT_BLOCKED",
+	"TEXT_SPAM",
+	"TEXT_INVALID",
+	"TEXT_TTL_EXPIRED",
+}
+
+// fate is everything random about one attempt, drawn at once from a hash of
+// (seed, destination, context, attempt). It depends on nothing else, so
+// concurrency and the order of unrelated requests cannot change it.
+type fate struct {
+	outcome outcome
+	event   string        // the final event type of a sent message
+	after   time.Duration // from acceptance to the final event
+}
+
+// rates are the fractions fate draws against, from Config.
+type rates struct {
+	throttle, internal, late, fail float64
+	eventDelay                     time.Duration
+}
+
+// draw computes the fate of attempt n (1-based) to dest with context ctx.
+// ThrottleRate, InternalRate and LateRate partition one draw, so their sum
+// should not exceed 1.
+func draw(seed int64, dest string, ctx map[string]string, n int, r rates) fate {
+	h := fnv.New64a()
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], uint64(seed))
+	h.Write(b[:])
+	h.Write([]byte(dest))
+	h.Write([]byte{0})
+	h.Write([]byte(contextKey(ctx)))
+	h.Write([]byte{0})
+	binary.LittleEndian.PutUint64(b[:], uint64(n))
+	h.Write(b[:])
+	u := stream(h.Sum64())
+
+	var f fate
+	switch x := u(0); {
+	case x < r.throttle:
+		f.outcome = throttled
+		return f
+	case x < r.throttle+r.internal:
+		f.outcome = internalEaten
+		if u(1) < 0.5 {
+			f.outcome = internalSent
+		}
+	case x < r.throttle+r.internal+r.late:
+		f.outcome = late
+	}
+	f.event = "TEXT_DELIVERED"
+	if u(2) < r.fail {
+		f.event = failures[int(u(3)*float64(len(failures)))]
+	}
+	// Mean eventDelay, from half to one and a half of it.
+	f.after = time.Duration((0.5 + u(4)) * float64(r.eventDelay))
+	return f
+}
+
+// contextKey is ctx in a canonical form: keys sorted, NUL-separated.
+func contextKey(ctx map[string]string) string {
+	var b []byte
+	for _, k := range slices.Sorted(maps.Keys(ctx)) {
+		b = append(b, k...)
+		b = append(b, 0)
+		b = append(b, ctx[k]...)
+		b = append(b, 0)
+	}
+	return string(b)
+}
+
+// stream returns independent uniform numbers in [0, 1) derived from h: u(i)
+// is a splitmix64 step away from h, so adding a draw never shifts the others.
+func stream(h uint64) func(i uint64) float64 {
+	return func(i uint64) float64 {
+		return float64(splitmix64(h+i*0x9e3779b97f4a7c15)>>11) / (1 << 53)
+	}
+}
+
+func splitmix64(x uint64) uint64 {
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
+	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
+	return x ^ (x >> 31)
+}
