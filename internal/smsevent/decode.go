@@ -1,11 +1,12 @@
 package smsevent
 
 import (
-	"encoding/json"
+	"bytes"
 	"math"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -14,7 +15,7 @@ import (
 // matches keys without regard to case, so that an SNS envelope's
 // "MessageId" would pass for the event's "messageId". The scanner accepts
 // exactly the documents encoding/json accepts and decodes strings as it
-// does (escapes with encoding/json itself); FuzzDecode holds it to that.
+// does; FuzzDecode holds it to that.
 
 // kind is what a record turned out to be.
 type kind uint8
@@ -111,11 +112,12 @@ type span struct{ s, e int }
 // parser decodes one record. Its zero value is ready; of a record it
 // keeps only the values it interns.
 type parser struct {
-	d     []byte
-	i     int
-	depth int
-	vals  [nFields]span
-	seen  interner
+	d       []byte
+	i       int
+	depth   int
+	vals    [nFields]span
+	seen    interner
+	scratch []byte // an SNS notification's Message, decoded
 }
 
 // decode decodes the record d, which starts on line.
@@ -155,7 +157,7 @@ func (p *parser) parse(d []byte) bool {
 // top-level fields are; n is its length. A null value is absent; when a
 // key repeats, the last one wins.
 func (p *parser) first(d []byte) (n int, ok bool) {
-	*p = parser{d: d, seen: p.seen}
+	*p = parser{d: d, seen: p.seen, scratch: p.scratch}
 	if len(d) == 0 || d[0] != '{' || !p.object(true) {
 		return 0, false
 	}
@@ -208,8 +210,7 @@ func (p *parser) object(top bool) bool {
 		if top {
 			var f field
 			if esc {
-				key, _ := unquote(p.d[ks:ke])
-				f, ok = fieldOf(key)
+				f, ok = fieldOf(unquote(p.d[ks:ke]))
 			} else {
 				f, ok = fieldOf(string(p.d[ks+1 : ke-1])) // no copy: a switch on string([]byte)
 			}
@@ -397,22 +398,85 @@ func number(d []byte) int {
 }
 
 // unquote decodes the JSON string q, quotes included, that the scanner
-// accepted. Invalid UTF-8 and lone surrogates become U+FFFD, as
-// encoding/json makes them: the rare string with an escape or such bytes
-// is left to encoding/json. ok is false only if encoding/json disagrees
-// with the scanner, which FuzzDecode looks for.
-func unquote(q []byte) (string, bool) {
+// accepted.
+func unquote(q []byte) string {
 	b := q[1 : len(q)-1]
 	if !hasBackslash(b) && utf8.Valid(b) {
-		return string(b), true
+		return string(b)
 	}
-	return unquoteJSON(q)
+	return string(appendUnquoted(make([]byte, 0, len(b)), b))
 }
 
-// unquoteJSON is unquote's slow path, apart so that its result escaping to
-// the heap does not cost the fast path an allocation.
-func unquoteJSON(q []byte) (s string, ok bool) {
-	return s, json.Unmarshal(q, &s) == nil
+// appendUnquoted appends to dst the content b of a JSON string that the
+// scanner accepted, decoded as encoding/json decodes it: escapes replaced,
+// a surrogate pair joined, and a lone surrogate or a byte that is not
+// UTF-8 made U+FFFD.
+func appendUnquoted(dst, b []byte) []byte {
+	for i := 0; i < len(b); {
+		c := b[i]
+		switch {
+		case c == '\\':
+			switch e := b[i+1]; e {
+			case 'b':
+				dst = append(dst, '\b')
+			case 'f':
+				dst = append(dst, '\f')
+			case 'n':
+				dst = append(dst, '\n')
+			case 'r':
+				dst = append(dst, '\r')
+			case 't':
+				dst = append(dst, '\t')
+			case 'u':
+				r := hex4(b[i+2:])
+				i += 6
+				if utf16.IsSurrogate(r) {
+					if i+6 <= len(b) && b[i] == '\\' && b[i+1] == 'u' {
+						if d := utf16.DecodeRune(r, hex4(b[i+2:])); d != utf8.RuneError {
+							dst = utf8.AppendRune(dst, d)
+							i += 6
+							continue
+						}
+					}
+					r = utf8.RuneError
+				}
+				dst = utf8.AppendRune(dst, r)
+				continue
+			default: // '"', '\\', '/'
+				dst = append(dst, e)
+			}
+			i += 2
+		case c < utf8.RuneSelf:
+			dst = append(dst, c)
+			i++
+		default:
+			r, n := utf8.DecodeRune(b[i:])
+			if r == utf8.RuneError && n == 1 {
+				dst = utf8.AppendRune(dst, r)
+			} else {
+				dst = append(dst, b[i:i+n]...)
+			}
+			i += n
+		}
+	}
+	return dst
+}
+
+// hex4 is the value of the four hex digits b starts with.
+func hex4(b []byte) rune {
+	var r rune
+	for _, c := range b[:4] {
+		switch {
+		case c <= '9':
+			c -= '0'
+		case c <= 'F':
+			c -= 'A' - 10
+		default:
+			c -= 'a' - 10
+		}
+		r = r<<4 | rune(c)
+	}
+	return r
 }
 
 func hasBackslash(s []byte) bool {
@@ -491,13 +555,16 @@ func (p *parser) notification(line int) (Event, kind) {
 	if typ, ok := p.str(fSNSType); !ok || typ != "Notification" {
 		return Event{}, kindNotEvent
 	}
-	msg, ok := p.str(fSNSMessage)
-	if !ok {
+	v := p.raw(fSNSMessage)
+	if len(v) == 0 || v[0] != '"' {
 		return Event{}, kindInvalid
 	}
+	// The event is decoded from scratch: its strings are copies.
+	p.scratch = appendUnquoted(p.scratch[:0], v[1:len(v)-1])
+	msg := p.scratch
 	q := parser{seen: p.seen}
-	if !q.parse([]byte(msg)) {
-		if t := strings.TrimLeft(msg, " \t\r\n"); t == "" || t[0] != '{' {
+	if !q.parse(msg) {
+		if t := bytes.TrimLeft(msg, " \t\r\n"); len(t) == 0 || t[0] != '{' {
 			return Event{}, kindNotEvent
 		}
 		return Event{}, kindInvalid // an event, spoilt
@@ -521,7 +588,7 @@ func (p *parser) str(f field) (string, bool) {
 	if len(v) == 0 || v[0] != '"' {
 		return "", false
 	}
-	return unquote(v)
+	return unquote(v), true
 }
 
 // common is str for a value that repeats from event to event.
@@ -533,7 +600,7 @@ func (p *parser) common(f field) (string, bool) {
 	if b := v[1 : len(v)-1]; !hasBackslash(b) && utf8.Valid(b) {
 		return p.seen.str(b), true
 	}
-	return unquote(v)
+	return unquote(v), true
 }
 
 // optCommon is common's value, "" when absent; ok is false when it is of
@@ -587,8 +654,7 @@ func (p *parser) boolean(f field) (b, ok bool) {
 	case v == nil:
 		return false, true
 	case v[0] == '"':
-		s, _ := unquote(v)
-		v = []byte(s)
+		v = []byte(unquote(v))
 	}
 	switch string(v) {
 	case "false":
@@ -608,8 +674,7 @@ func (p *parser) numeral(f field) ([]byte, bool) {
 	}
 	if v[0] == '"' {
 		if hasBackslash(v) {
-			s, _ := unquote(v)
-			v = []byte(s)
+			v = []byte(unquote(v))
 		} else {
 			v = v[1 : len(v)-1]
 		}
@@ -691,11 +756,7 @@ func (p *parser) bulksend() (string, bool) {
 		q.ws()
 		vs := q.i
 		q.value()
-		if esc {
-			if k, _ := unquote(key); k == "bulksend" {
-				val = q.d[vs:q.i]
-			}
-		} else if string(key) == `"bulksend"` {
+		if esc && unquote(key) == "bulksend" || !esc && string(key) == `"bulksend"` {
 			val = q.d[vs:q.i]
 		}
 		q.ws()
@@ -707,7 +768,7 @@ func (p *parser) bulksend() (string, bool) {
 	case val == nil || string(val) == "null":
 		return "", true
 	case val[0] == '"':
-		return unquote(val)
+		return unquote(val), true
 	}
 	return "", false
 }

@@ -148,15 +148,44 @@ func TestDecode(t *testing.T) {
 	}
 }
 
+// TestUnquote: strings decode as encoding/json decodes them.
+func TestUnquote(t *testing.T) {
+	for _, q := range []string{
+		`""`, `"plain"`, `"caf\u00e9 \u00E9"`, `"\"\\\/\b\f\n\r\t"`, `"\ud83d\ude00"`, `"\ud83d"`, `"\ud83dx"`,
+		`"\ude00\ud83d"`, `"\ud83d\u0041"`, `"\ud83d\ud83d\ude00"`, `"\u0000"`, "\"a\xffb\xc3\"", "\"\xed\xa0\x80\"",
+		"\"€ \xe2\x82\"", `"\uFFFD\uffff"`,
+	} {
+		checkUnquote(t, []byte(q))
+	}
+}
+
+// checkUnquote checks that unquote decodes the JSON string q as
+// encoding/json does.
+func checkUnquote(t *testing.T, q []byte) {
+	t.Helper()
+	var want string
+	if err := json.Unmarshal(q, &want); err != nil {
+		t.Fatalf("%q: %v", q, err)
+	}
+	if got := unquote(q); got != want {
+		t.Errorf("unquote(%q) = %q, want %q", q, got, want)
+	}
+}
+
 // FuzzDecode holds the decoder to encoding/json: it accepts exactly the
 // objects json.Valid accepts, and reads each the way refDecode, built on
-// encoding/json's own decoding into a map, does. A record followed by
-// anything decodes the same with decodeFirst, which finds its end.
+// encoding/json's own decoding into a map, does; it decodes a string as
+// encoding/json does. A record followed by anything decodes the same with
+// decodeFirst, which finds its end.
 func FuzzDecode(f *testing.F) {
 	for _, s := range fuzzRecords() {
 		f.Add([]byte(s))
 	}
+	f.Add([]byte(`"\ud83d\ude00 \ud800\u0041 \u00e9"`))
 	f.Fuzz(func(t *testing.T, d []byte) {
+		if len(d) > 0 && d[0] == '"' && json.Valid(d) {
+			checkUnquote(t, bytes.TrimRight(d, " \t\r\n")) // one string token
+		}
 		var p parser
 		ev, k := p.decode(d, 3)
 		valid := json.Valid(d) && bytes.HasPrefix(bytes.TrimLeft(d, " \t\r\n"), []byte("{"))
@@ -191,6 +220,7 @@ func fuzzRecords() []string {
 		`{"event\u0054ype":"TEXT_\u0044ELIVERED","messageId":"m\u0031","eventTimestamp":"\u0031796032800310","isFinal":"tru\u0065","context":{"bulk\u0073end":"caf\u00e9:1"}}`,
 		minimal(`"totalMessageParts":"2"`, `"totalMessagePrice":"0.01162"`, `"totalCarrierFee":-0.0`, `"mcc":310`),
 		minimal(`"messageId":null`), minimal(`"context":{"bulksend":null}`), minimal(`"x":"\ud800 \ud83d\ude00 \u00e9`+"\xff"+`"`),
+		minimal(`"messageStatusDescription":"\ud800\u0041 \ud83d\ude00 \"q\" \/ \t`+"\xff"+`"`), sns(minimal(`"messageStatusDescription":"\"\ud83d\ude00\""`)),
 		`{"Type":"SubscriptionConfirmation","Message":"hi"}`, `{"eventType":"VOICE_COMPLETED"}`, `{}`, `[]`, `{"a":[}`, `{"a":"b`,
 	)
 }
