@@ -67,6 +67,8 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzMeasure$$' -fuzztime $(FUZZTIME) ./internal/segment
 	$(GO) test -run '^$$' -fuzz '^FuzzText$$' -fuzztime $(FUZZTIME) ./internal/smstext
 	$(GO) test -run '^$$' -fuzz '^FuzzSendTextMessage$$' -fuzztime $(FUZZTIME) ./internal/smssandbox
+	$(GO) test -run '^$$' -fuzz '^FuzzReader$$' -fuzztime $(FUZZTIME) ./internal/smsevent
+	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./internal/smsevent
 
 vet:
 	$(GO) vet ./...

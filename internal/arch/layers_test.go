@@ -29,6 +29,7 @@ var domain = []string{
 	"internal/reconcile",
 	"internal/template", // WhatsApp templates as data: definitions, mappings, Meta's rules for values
 	"internal/segment",  // SMS parts: GSM-7 or UCS-2, and how carriers split a body
+	"internal/smstext",  // an SMS body with {{column}} placeholders
 }
 
 // adapters talk to the outside world (SQLite, Meta's API, the fake API,
@@ -41,6 +42,9 @@ var adapters = []string{
 	"internal/webhook",
 	"internal/csvin",
 	"internal/pricing",
+	"internal/sms",        // AWS End User Messaging SMS
+	"internal/smssandbox", // a fake of it
+	"internal/smsevent",   // its exported event records
 }
 
 // rule forbids every package in from to depend on a package deny accepts.

@@ -44,7 +44,9 @@ appears only when complete.`,
 var exportHeader = []string{"row", "phone", "from", "status", "attempts", "wamid", "error_code", "error_title", "updated_at",
 	"id", "line", "reason", "sent_at", "delivered_at", "read_at",
 	// Added by issue 11, at the end: columns are only ever appended.
-	"held", "fail_reason", "pricing_category", "pricing_type", "billable"}
+	"held", "fail_reason", "pricing_category", "pricing_type", "billable",
+	// Added by issue 12 (SMS; empty for WhatsApp but throttles).
+	"parts", "encoding", "throttles", "billed_parts", "charged_usd"}
 
 func runExport(ctx context.Context, ios *IO, o *exportOptions) error {
 	st, err := openExisting(o.db)
@@ -103,6 +105,21 @@ func optBool(b *bool) string {
 	return strconv.FormatBool(*b)
 }
 
+// optInt is n, "" for 0 (not said).
+func optInt(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return strconv.Itoa(n)
+}
+
+func optFloat(v *float64) string {
+	if v == nil {
+		return ""
+	}
+	return strconv.FormatFloat(*v, 'f', -1, 64)
+}
+
 func writeExport(ctx context.Context, st *store.Store, w io.Writer) error {
 	cw := csv.NewWriter(w)
 	if err := cw.Write(exportHeader); err != nil {
@@ -123,7 +140,8 @@ func writeExport(ctx context.Context, st *store.Store, w io.Writer) error {
 		rec = append(rec[:0], strconv.FormatInt(r.Row, 10), r.Phone, r.Sender, string(r.Status), strconv.Itoa(r.Attempts),
 			r.WAMID, code, r.ErrorTitle, ts(r.UpdatedAt), r.ExtID, strconv.FormatInt(r.Line, 10), r.Reason,
 			ts(r.SentAt), ts(r.DeliveredAt), ts(r.ReadAt),
-			flag(r.Held), r.FailReason, r.Price.Category, r.Price.Type, optBool(r.Price.Billable))
+			flag(r.Held), r.FailReason, r.Price.Category, r.Price.Type, optBool(r.Price.Billable),
+			optInt(r.Parts), r.Encoding, strconv.Itoa(r.Throttles), optInt(r.Price.Parts), optFloat(r.Price.Charge))
 		return cw.Write(rec)
 	})
 	if err != nil {

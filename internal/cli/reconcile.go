@@ -15,6 +15,7 @@ import (
 
 	"github.com/bulksend/bulksend/internal/campaign"
 	"github.com/bulksend/bulksend/internal/reconcile"
+	"github.com/bulksend/bulksend/internal/smsevent"
 	"github.com/bulksend/bulksend/internal/store"
 	"github.com/bulksend/bulksend/internal/webhook"
 )
@@ -100,8 +101,13 @@ func runReconcile(ctx context.Context, ios *IO, o *reconcileOptions, log *slog.L
 	if err != nil {
 		return err
 	}
+	isSMS := s.Channel == string(campaign.SMS)
 	senders := s.Senders
-	if len(senders) == 0 { // the CSV has a from column
+	if isSMS {
+		// Events name the number a message left from, not the pool or ID
+		// given as --from: every event is looked up.
+		senders = nil
+	} else if len(senders) == 0 { // the CSV has a from column
 		r, err := st.Breakdown(ctx)
 		if err != nil {
 			return err
@@ -118,6 +124,12 @@ func runReconcile(ctx context.Context, ios *IO, o *reconcileOptions, log *slog.L
 		return err
 	}
 	for _, path := range o.logs {
+		if isSMS {
+			if err := readSMSLog(ctx, rc, path, ios.In, log); err != nil {
+				return err
+			}
+			continue
+		}
 		c, err := readLog(ctx, rc, path, ios.In, log)
 		if err != nil {
 			return err
@@ -157,8 +169,25 @@ func runReconcile(ctx context.Context, ios *IO, o *reconcileOptions, log *slog.L
 // Each log is opened only when its turn comes.
 func readLog(ctx context.Context, rc *reconcile.Reconciler, path string, stdin io.Reader, log *slog.Logger) (webhook.Counts, error) {
 	log.Debug("reading webhook log", "path", path)
-	// Open reads the first bytes (to detect gzip): on stdin that may wait
-	// for a writer, and an interrupt must not.
+	f, err := openLog(ctx, path, stdin)
+	if err != nil {
+		return webhook.Counts{}, err
+	}
+	defer f.Close() // read only: its close error says nothing
+	r := webhook.NewReader(f)
+	if err := rc.Read(ctx, path, webhook.Statuses(r)); err != nil {
+		if ctx.Err() == nil {
+			err = fmt.Errorf("webhook log %s: %w", path, err)
+		}
+		return webhook.Counts{}, err // r may still be in use: no counts
+	}
+	return r.Counts(), nil
+}
+
+// openLog opens the log at path ("-": stdin, gzip detected). Open reads
+// the first bytes: on stdin that may wait for a writer, and an interrupt
+// must not.
+func openLog(ctx context.Context, path string, stdin io.Reader) (io.ReadCloser, error) {
 	type opened struct {
 		f   io.ReadCloser
 		err error
@@ -168,24 +197,44 @@ func readLog(ctx context.Context, rc *reconcile.Reconciler, path string, stdin i
 		f, err := webhook.Open(path, stdin)
 		ch <- opened{f, err}
 	}()
-	var o opened
 	select {
-	case o = <-ch:
+	case o := <-ch:
+		return o.f, o.err
 	case <-ctx.Done():
-		return webhook.Counts{}, ctx.Err()
+		go func() {
+			if o := <-ch; o.f != nil {
+				o.f.Close()
+			}
+		}()
+		return nil, ctx.Err()
 	}
-	if o.err != nil {
-		return webhook.Counts{}, o.err
+}
+
+// readSMSLog applies the AWS SMS event records at path: JSON lines from
+// Firehose or a CloudWatch Logs export (see package smsevent).
+func readSMSLog(ctx context.Context, rc *reconcile.Reconciler, path string, stdin io.Reader, log *slog.Logger) error {
+	log.Debug("reading SMS event log", "path", path)
+	f, err := openLog(ctx, path, stdin)
+	if err != nil {
+		return err
 	}
-	defer o.f.Close() // read only: its close error says nothing
-	r := webhook.NewReader(o.f)
-	if err := rc.Read(ctx, path, webhook.Statuses(r)); err != nil {
+	defer f.Close()
+	r := smsevent.NewReader(f)
+	if err := rc.Read(ctx, path, smsevent.Statuses(r)); err != nil {
 		if ctx.Err() == nil {
-			err = fmt.Errorf("webhook log %s: %w", path, err)
+			err = fmt.Errorf("SMS event log %s: %w", path, err)
 		}
-		return webhook.Counts{}, err // r may still be in use: no counts
+		return err
 	}
-	return r.Counts(), nil
+	if c := r.Counts(); c.Events == 0 && c.Invalid+c.NotEvent > 0 {
+		where := ""
+		if len(c.FirstInvalid) > 0 {
+			where = fmt.Sprintf(" (first invalid at line %d)", c.FirstInvalid[0])
+		}
+		return usagef("reconcile reads the SMS event records of your configuration set's event destination (Firehose or CloudWatch Logs exports, JSON lines)",
+			"SMS event log %s: no SMS event in it: %d records not SMS events, %d invalid%s", path, c.NotEvent, c.Invalid, where)
+	}
+	return nil
 }
 
 // describeLog says what a log held instead of statuses, e.g. "39 lines,

@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -63,10 +64,24 @@ type runOptions struct {
 	json           bool
 	progressEvery  time.Duration
 
+	// SMS (--channel sms).
+	channel       string
+	text          string
+	textFile      string
+	messageType   string
+	configSet     string
+	maxPrice      string
+	ttl           time.Duration
+	awsRegion     string
+	endpointURL   string
+	syncOptOuts   bool
+	throttleTries int
+
 	changed func(flag string) bool
 	log     *slog.Logger
 	mapping *template.Mapping // the first run's, for checking rows at import
 	card    *pricing.Card     // --rate-card, read before anything else
+	sms     *smsImport        // the first run's SMS body, for rendering and measuring rows at import
 }
 
 func newRunCmd(ios *IO, logger func() (*slog.Logger, error)) *cobra.Command {
@@ -120,7 +135,7 @@ flag value, and is never written anywhere.
 	f.StringSliceVar(&o.from, "from", nil, "sender phone-number IDs, comma-separated; each recipient sticks to one (unless the CSV has a from column)")
 	f.StringVar(&o.template, "template", "", "template name (required on the first run)")
 	f.StringVar(&o.lang, "lang", "en_US", "template language code")
-	f.Float64Var(&o.rate, "rate", 80, "messages per second per sender number (Meta: 80 by default, up to 1000)")
+	f.Float64Var(&o.rate, "rate", 80, "messages per second per sender number (Meta: 80 by default, up to 1000); SMS: message parts per second per origination identity, default 1 (10DLC, international long codes; US toll-free usually 3, short codes 100)")
 	f.IntVar(&o.concurrency, "concurrency", 0, "requests in flight (default: rate × observed latency)")
 	f.StringVar(&o.db, "db", "", "checkpoint file (default: beside the CSV, CAMPAIGN.bulksend.db)")
 	f.StringVar(&o.apiURL, "api-url", "", "API base URL (default https://graph.facebook.com, or $BULKSEND_API_URL)")
@@ -147,6 +162,17 @@ flag value, and is never written anywhere.
 	f.BoolVar(&o.sandbox, "sandbox", false, "send to an in-process sandbox API instead of Meta (no account needed); webhooks go to CAMPAIGN.webhooks.jsonl")
 	f.BoolVar(&o.json, "json", false, "print the final counts as one JSON object on stdout")
 	f.DurationVar(&o.progressEvery, "progress-interval", 5*time.Second, "how often to print a progress line when stderr is not a terminal")
+	f.StringVar(&o.channel, "channel", "whatsapp", "whatsapp (Cloud API template messages) or sms (AWS End User Messaging SMS); fixed on the first run")
+	f.StringVar(&o.text, "text", "", "SMS: the message body, with {{column}} placeholders filled from the CSV's columns")
+	f.StringVar(&o.textFile, "text-file", "", "SMS: read the message body from this file (UTF-8)")
+	f.StringVar(&o.messageType, "message-type", "", "SMS: transactional or promotional (default: the origination identity's)")
+	f.StringVar(&o.configSet, "configuration-set", "", "SMS: the configuration set whose event destinations log delivery events (for reconcile)")
+	f.StringVar(&o.maxPrice, "max-price", "", "SMS: the most to pay per message part in US dollars, e.g. 0.05 (AWS refuses dearer messages)")
+	f.DurationVar(&o.ttl, "ttl", 0, "SMS: how long AWS may try to deliver a message, 5s to 72h (default 72h; e.g. 4h so late sends don't arrive at night)")
+	f.StringVar(&o.awsRegion, "region", "", "SMS: AWS region (default $AWS_REGION or the profile's)")
+	f.StringVar(&o.endpointURL, "endpoint-url", "", "SMS: AWS endpoint URL (default $AWS_ENDPOINT_URL, else AWS's)")
+	f.BoolVar(&o.syncOptOuts, "sync-opt-outs", false, "SMS: read each origination identity's opt-out list before sending and skip those rows (reason opted_out)")
+	f.IntVar(&o.throttleTries, "throttle-tries", 5, "SMS: tries of a throttled row before it fails as throttle_exhausted (waits 2, 8, 32, 128 s… between)")
 	return cmd
 }
 
@@ -191,10 +217,6 @@ func runRun(ctx context.Context, ios *IO, o *runOptions) error {
 			db = filepath.Join(dir, "plan.db")
 		}
 	}
-	token, err := o.token(ios)
-	if err != nil {
-		return err
-	}
 
 	// Interrupts count from here: an import stopped by Ctrl-C rolls back
 	// and exits 3 like any interrupted run.
@@ -211,10 +233,25 @@ func runRun(ctx context.Context, ios *IO, o *runOptions) error {
 		return err
 	}
 	defer st.Close()
+	// The channel decides which flags apply and whether a token is read:
+	// a resume takes the one stored.
+	if stored, err := st.Settings(runCtx); err == nil && !o.changed("channel") {
+		o.channel = cmp.Or(stored.Channel, string(campaign.WhatsApp))
+	}
+	if err := o.checkChannel(); err != nil {
+		return err
+	}
+	token, err := o.token(ios)
+	if err != nil {
+		return err
+	}
 
 	settings, err := o.settings(runCtx, ios, st, readOnly, token)
 	if err != nil {
 		return err
+	}
+	if o.isSMS() {
+		return o.runSMS(ctx, runCtx, ios, st, settings, readOnly)
 	}
 	if readOnly {
 		if err := o.runPreflight(runCtx, ios, st, &settings, token, false); err != nil {
@@ -279,19 +316,7 @@ func (o *runOptions) send(ctx, runCtx context.Context, ios *IO, st *store.Store,
 		if serr != nil {
 			return serr
 		}
-		defer func() {
-			// A short webhook log would leave rows wrongly in doubt at
-			// reconcile: that outranks "run again later".
-			serr := sb.stop()
-			var u *unfinishedError
-			switch {
-			case serr == nil:
-			case err == nil || errors.As(err, &u):
-				err = serr
-			default:
-				err = errors.Join(err, serr)
-			}
-		}()
+		defer func() { err = joinSandboxStop(err, sb.stop()) }()
 		apiURL, token = sb.url, sb.token
 		if !o.changed("request-timeout") {
 			timeout = sandboxRequestTimeout
@@ -321,13 +346,19 @@ func (o *runOptions) send(ctx, runCtx context.Context, ios *IO, st *store.Store,
 			client.ProductPolicy = "STRICT"
 		}
 	}
-	eng := engine.New(engine.Config{
+	return o.drive(ctx, runCtx, ios, st, counts, engine.Config{
 		Checkpoint: st, Sender: client, Senders: senders, CampaignID: settings.CampaignID,
 		Template: settings.Template, Lang: settings.Lang, Rate: settings.Rate,
 		Concurrency: conc, MaxAttempts: settings.MaxAttempts, Log: o.log,
-	})
+	}, apiURL)
+}
 
-	o.log.Info("sending", "rows", counts.Pending, "senders", len(senders), "rate_per_sender", settings.Rate, "api", apiURL)
+// drive runs the engine over the checkpoint's due rows and reports: the
+// progress, the summary and why the campaign is unfinished. api names
+// where the requests go, for the log.
+func (o *runOptions) drive(ctx, runCtx context.Context, ios *IO, st *store.Store, counts campaign.Counts, cfg engine.Config, api string) error {
+	eng := engine.New(cfg)
+	o.log.Info("sending", "rows", counts.Pending, "senders", len(cfg.Senders), "rate_per_sender", cfg.Rate, "api", api)
 	prog := startProgress(ios, eng, counts, o.progressEvery)
 	runErr := eng.Run(runCtx)
 	prog.stop()
@@ -366,6 +397,9 @@ func (o *runOptions) validate() error {
 	}
 	if o.requestTimeout <= 0 {
 		return usagef("", "invalid --request-timeout %v", o.requestTimeout)
+	}
+	if _, err := campaign.ParseChannel(o.channel); err != nil {
+		return usagef("", "invalid --channel: %w", err)
 	}
 	if _, err := campaign.ParsePolicy(o.inDoubt); err != nil {
 		return usagef("", "invalid --in-doubt: %w", err)
@@ -407,18 +441,13 @@ func (o *runOptions) validate() error {
 	if strings.TrimSpace(o.phoneColumn) == "" {
 		return usagef("", "--phone-column is empty")
 	}
-	for _, f := range o.from {
-		if f == "" || strings.Trim(f, "0123456789") != "" {
-			return usagef("--from takes the phone-number IDs shown in WhatsApp Manager (digits), not phone numbers", "invalid --from %q", f)
-		}
-	}
 	return nil
 }
 
 // token reads the access token. It is never taken from a flag value, so
 // it never shows in ps or shell history.
 func (o *runOptions) token(ios *IO) (string, error) {
-	if o.sandbox {
+	if o.sandbox || o.isSMS() {
 		return "", nil
 	}
 	t, err := o.readToken(ios)
@@ -471,6 +500,12 @@ func (o *runOptions) settings(ctx context.Context, ios *IO, st *store.Store, rea
 	fixed := []struct {
 		flag, was, now string
 	}{
+		{"channel", cmp.Or(s.Channel, string(campaign.WhatsApp)), o.channel},
+		{"text", s.Text, o.text},
+		{"message-type", s.MessageType, strings.ToUpper(o.messageType)},
+		{"configuration-set", s.ConfigurationSet, o.configSet},
+		{"max-price", s.MaxPrice, o.maxPrice},
+		{"ttl", strconv.Itoa(s.TTL), strconv.Itoa(int(o.ttl.Seconds()))},
 		{"template", s.Template, o.template},
 		{"lang", s.Lang, o.lang},
 		{"from", strings.Join(s.Senders, ","), strings.Join(o.from, ",")},
@@ -503,6 +538,9 @@ func (o *runOptions) settings(ctx context.Context, ios *IO, st *store.Store, rea
 	if o.changed("max-attempts") && o.maxAttempts != s.MaxAttempts {
 		s.MaxAttempts, changed = o.maxAttempts, true
 	}
+	if o.changed("throttle-tries") && o.throttleTries != s.ThrottleTries {
+		s.ThrottleTries, changed = o.throttleTries, true
+	}
 	if changed && !readOnly {
 		n, err := st.SaveSettings(ctx, s)
 		if err != nil {
@@ -533,8 +571,15 @@ func (o *runOptions) recheck(ctx context.Context, ios *IO, s store.Settings, tok
 }
 
 func (o *runOptions) importCSV(ctx context.Context, ios *IO, st *store.Store, token string) (store.Settings, error) {
-	if o.template == "" {
+	if o.template == "" && !o.isSMS() {
 		return store.Settings{}, usagef("name the approved template, e.g. --template spring_sale", "--template is required on the first run")
+	}
+	var text string
+	if o.isSMS() {
+		var err error
+		if text, err = o.smsBody(); err != nil {
+			return store.Settings{}, err
+		}
 	}
 	f, err := os.Open(o.csv)
 	if err != nil {
@@ -554,56 +599,28 @@ func (o *runOptions) importCSV(ctx context.Context, ios *IO, st *store.Store, to
 		return store.Settings{}, fmt.Errorf("%s: %w", o.csv, err)
 	}
 	if !rd.HasFrom() && len(o.from) == 0 {
+		if o.isSMS() {
+			return store.Settings{}, usagef("pass --from with your origination identities (phone numbers, their IDs or ARNs, sender IDs or pools), or add a from column to the CSV", "no sender: --from is required when the CSV has no from column")
+		}
 		return store.Settings{}, usagef("pass --from with your sender phone-number ID(s), or add a from column to the CSV", "no sender: --from is required when the CSV has no from column")
 	}
-	consts, err := o.consts()
-	if err != nil {
-		return store.Settings{}, err
-	}
-	for _, c := range o.ignoreColumns {
-		if k := strings.ToLower(strings.TrimSpace(c)); k == strings.ToLower(strings.TrimSpace(o.phoneColumn)) || k == "from" || k == "id" {
-			return store.Settings{}, usagef("", "--ignore-column %q: the phone, from and id columns are never template parameters", c)
-		}
-	}
-	src, err := o.definition(ctx, ios, o.template, o.lang, o.waba, token)
-	if err != nil {
-		return store.Settings{}, err
-	}
-	m, err := template.New(template.Input{Columns: rd.Params(), Consts: consts, Ignore: o.ignoreColumns, Named: o.paramFormat == "named"}, src.def)
-	if err != nil {
-		return store.Settings{}, mappingError(err, o.template, o.lang, src)
-	}
-	o.mapping = m
-	mapping, err := json.Marshal(m)
-	if err != nil {
-		return store.Settings{}, err
-	}
-	category := ""
-	if src.def != nil {
-		category = strings.ToLower(src.def.Category)
-		if o.api == "marketing" && category != "marketing" {
-			return store.Settings{}, usagef("drop --api marketing to send it through Cloud API; nothing was sent",
-				"--api marketing: template %s/%s is a %s template, and the Marketing Messages API takes marketing templates only", o.template, o.lang, category)
-		}
-		o.log.Info("the CSV fits the approved template", "template", o.template, "lang", o.lang, "category", category, "from", src.from)
-	} else if o.sandbox {
-		o.log.Info("the sandbox has no definition of this template: it takes the CSV's body parameters as they are", "template", o.template, "sandbox_templates", strings.Join(sandboxKnows(), ","))
+	var s store.Settings
+	if o.isSMS() {
+		s, err = o.smsSettings(text, rd.Params())
 	} else {
-		o.log.Warn("the template could not be checked against its approved definition (no --waba): only the columns' own consistency was", "template", o.template)
+		s, err = o.templateSettings(ctx, ios, rd.Params(), token)
+	}
+	if err != nil {
+		return store.Settings{}, err
 	}
 	id, err := newCampaignID()
 	if err != nil {
 		return store.Settings{}, err
 	}
-	s := store.Settings{
-		CampaignID: id, Template: o.template, Lang: o.lang, Senders: o.from, Rate: o.rate,
-		Concurrency: o.concurrency, MaxAttempts: o.maxAttempts, DefaultRegion: o.region,
-		Params: rd.Params(), PhoneColumn: o.phoneColumn, Delimiter: delimiterName(rd.Delimiter()),
-		Encoding: rd.Encoding(), CreatedAt: time.Now().UTC(),
-		Mapping: mapping, ParamFlags: paramFlags(o.params), IgnoreColumns: o.ignoreColumns, WABA: o.waba,
-		ParamFormat: o.paramFormat, Category: category, TemplateChecked: src.from,
-		API: o.api, MMPolicy: o.mmPolicy,
-	}
+	s.CampaignID, s.Senders, s.Rate = id, o.from, o.rate
+	s.Concurrency, s.MaxAttempts, s.DefaultRegion = o.concurrency, o.maxAttempts, o.region
+	s.Params, s.PhoneColumn, s.Delimiter = rd.Params(), o.phoneColumn, delimiterName(rd.Delimiter())
+	s.Encoding, s.CreatedAt = rd.Encoding(), time.Now().UTC()
 	var row int64
 	next := func() (store.Row, error) {
 		rec, err := rd.Next()
@@ -631,6 +648,53 @@ func (o *runOptions) importCSV(ctx context.Context, ios *IO, st *store.Store, to
 		o.log.Info("removed a leading apostrophe (a spreadsheet's text marker) from phones", "rows", s.ApostrophesRemoved)
 	}
 	return s, nil
+}
+
+// templateSettings maps the CSV's columns onto the template (checked
+// against its approved definition when it can be read) and returns the
+// settings that say so.
+func (o *runOptions) templateSettings(ctx context.Context, ios *IO, columns []string, token string) (store.Settings, error) {
+	consts, err := o.consts()
+	if err != nil {
+		return store.Settings{}, err
+	}
+	for _, c := range o.ignoreColumns {
+		if k := strings.ToLower(strings.TrimSpace(c)); k == strings.ToLower(strings.TrimSpace(o.phoneColumn)) || k == "from" || k == "id" {
+			return store.Settings{}, usagef("", "--ignore-column %q: the phone, from and id columns are never template parameters", c)
+		}
+	}
+	src, err := o.definition(ctx, ios, o.template, o.lang, o.waba, token)
+	if err != nil {
+		return store.Settings{}, err
+	}
+	m, err := template.New(template.Input{Columns: columns, Consts: consts, Ignore: o.ignoreColumns, Named: o.paramFormat == "named"}, src.def)
+	if err != nil {
+		return store.Settings{}, mappingError(err, o.template, o.lang, src)
+	}
+	o.mapping = m
+	mapping, err := json.Marshal(m)
+	if err != nil {
+		return store.Settings{}, err
+	}
+	category := ""
+	if src.def != nil {
+		category = strings.ToLower(src.def.Category)
+		if o.api == "marketing" && category != "marketing" {
+			return store.Settings{}, usagef("drop --api marketing to send it through Cloud API; nothing was sent",
+				"--api marketing: template %s/%s is a %s template, and the Marketing Messages API takes marketing templates only", o.template, o.lang, category)
+		}
+		o.log.Info("the CSV fits the approved template", "template", o.template, "lang", o.lang, "category", category, "from", src.from)
+	} else if o.sandbox {
+		o.log.Info("the sandbox has no definition of this template: it takes the CSV's body parameters as they are", "template", o.template, "sandbox_templates", strings.Join(sandboxKnows(), ","))
+	} else {
+		o.log.Warn("the template could not be checked against its approved definition (no --waba): only the columns' own consistency was", "template", o.template)
+	}
+	return store.Settings{
+		Template: o.template, Lang: o.lang,
+		Mapping: mapping, ParamFlags: paramFlags(o.params), IgnoreColumns: o.ignoreColumns, WABA: o.waba,
+		ParamFormat: o.paramFormat, Category: category, TemplateChecked: src.from,
+		API: o.api, MMPolicy: o.mmPolicy,
+	}, nil
 }
 
 // delimiterRune is --delimiter as csvin takes it: 0 to detect. validate
@@ -681,6 +745,9 @@ func (o *runOptions) checkpointRow(row int64, rec csvin.Record) store.Row {
 		if why := o.mapping.Validate(rec.Params); why != "" {
 			r.Skip, r.SkipKind = why, campaign.SkipParameter
 		}
+	}
+	if o.sms != nil {
+		o.sms.measure(&r, rec.Params)
 	}
 	return r
 }

@@ -95,13 +95,36 @@ func startSandbox(o *runOptions, s store.Settings, webhookLog string) (*runningS
 
 // serveLocal serves srv on 127.0.0.1 until stop, which also closes srv.
 func serveLocal(srv *sandbox.Server) (url string, stop func(), err error) {
+	url, stopServing, err := serveHandler(srv)
+	if err != nil {
+		return "", nil, err
+	}
+	return url, func() { stopServing(); srv.Close() }, nil
+}
+
+// serveHandler serves h on 127.0.0.1 until stop.
+func serveHandler(h http.Handler) (url string, stop func(), err error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", nil, fmt.Errorf("sandbox: %w", err)
 	}
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
+	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	go hs.Serve(l)
-	return "http://" + l.Addr().String(), func() { hs.Close(); srv.Close() }, nil
+	return "http://" + l.Addr().String(), func() { hs.Close() }, nil
+}
+
+// joinSandboxStop is a run's error err with the error of stopping its
+// sandbox: a short event or webhook log would leave rows wrongly in doubt
+// at reconcile, which outranks "run again later".
+func joinSandboxStop(err, stopErr error) error {
+	var u *unfinishedError
+	switch {
+	case stopErr == nil:
+		return err
+	case err == nil || errors.As(err, &u):
+		return stopErr
+	}
+	return errors.Join(err, stopErr)
 }
 
 func definitionNames(defs []template.Definition) []string {

@@ -56,19 +56,25 @@ func TestScripts(t *testing.T) {
 			env.Setenv("WHATSAPP_TOKEN", "")
 			env.Setenv("BULKSEND_API_URL", "http://127.0.0.1:9") // never Meta: nothing listens there
 			env.Setenv("BULKSEND_TEST_EXITFILE", filepath.Join(env.WorkDir, ".exitcode"))
+			// AWS: never a real account or endpoint, never the machine's profile.
+			env.Setenv("AWS_CONFIG_FILE", filepath.Join(env.WorkDir, ".aws-config"))
+			env.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(env.WorkDir, ".aws-credentials"))
+			env.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+			env.Setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9")
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"sandbox":   cmdSandbox,
-			"gencsv":    cmdGenCSV,
-			"holdlock":  cmdHoldLock,
-			"sqlcount":  cmdSQLCount,
-			"exitcode":  cmdExitCode,
-			"savecount": cmdSaveCount,
-			"fixture":   cmdFixture(fixtures),
-			"pretty":    cmdPretty,
-			"utf16":     cmdUTF16,
-			"csvcut":    cmdCSVCut,
+			"sandbox":    cmdSandbox,
+			"smssandbox": cmdSMSSandbox,
+			"gencsv":     cmdGenCSV,
+			"holdlock":   cmdHoldLock,
+			"sqlcount":   cmdSQLCount,
+			"exitcode":   cmdExitCode,
+			"savecount":  cmdSaveCount,
+			"fixture":    cmdFixture(fixtures),
+			"pretty":     cmdPretty,
+			"utf16":      cmdUTF16,
+			"csvcut":     cmdCSVCut,
 		},
 	})
 }

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"os"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -19,8 +20,13 @@ import (
 
 // reasonNote explains a failure reason in status.
 func reasonNote(reason string) string {
-	if reason == campaign.FailMarketingCap {
+	switch reason {
+	case campaign.FailMarketingCap:
 		return "  WhatsApp's per-user marketing cap: no run resends these (Meta: wait 24 h; resending makes it worse)"
+	case campaign.FailThrottleExhausted:
+		return "  throttled on every try: lower --rate, or ask AWS for more parts per second"
+	case campaign.FailOptedOut:
+		return "  the recipient replied STOP: never a success, never resent"
 	}
 	return ""
 }
@@ -102,6 +108,10 @@ type statusJSON struct {
 	Preflight         json.RawMessage  `json:"preflight,omitempty"`
 	BilledCost        *float64         `json:"billed_cost,omitempty"`
 	Currency          string           `json:"currency,omitempty"`
+	// Added by issue 12.
+	Channel campaign.Channel `json:"channel"`
+	Buckets campaign.Buckets `json:"buckets"`
+	Parts   *store.Parts     `json:"parts,omitempty"` // SMS only
 }
 
 func runStatus(ctx context.Context, ios *IO, o *statusOptions) error {
@@ -133,6 +143,18 @@ func runStatus(ctx context.Context, ios *IO, o *statusOptions) error {
 		Senders: r.BySender, Skipped: r.Skipped, SkipExamples: r.SkipExamples, Deliveries: len(r.Deliveries),
 		Held: r.Held, WasHeld: r.WasHeld, FailedByReason: r.FailedByReason, ByPricingCategory: r.ByPricingCategory, Billable: r.Billable,
 		API: cmp.Or(settings.API, "messages"), Preflight: settings.Preflight,
+		Buckets: campaign.BucketsOf(r.Counts, r.FailedByReason[campaign.FailThrottleExhausted]),
+	}
+	if out.Channel, err = campaign.ParseChannel(settings.Channel); err != nil {
+		return err
+	}
+	if out.Channel == campaign.SMS {
+		out.API = ""
+		p, err := st.Parts(ctx)
+		if err != nil {
+			return err
+		}
+		out.Parts = &p
 	}
 	var billed *pricing.Tally
 	if card != nil {
@@ -166,7 +188,9 @@ func runStatus(ctx context.Context, ios *IO, o *statusOptions) error {
 		return json.NewEncoder(ios.Out).Encode(out)
 	}
 	w := ios.Out
-	if settings.Category != "" {
+	if out.Channel == campaign.SMS {
+		fmt.Fprintf(w, "campaign %s · SMS from %s\n", out.CampaignID, strings.Join(settings.Senders, ", "))
+	} else if settings.Category != "" {
 		fmt.Fprintf(w, "campaign %s · template %s/%s (%s)\n", out.CampaignID, settings.Template, settings.Lang, settings.Category)
 	} else {
 		fmt.Fprintf(w, "campaign %s · template %s/%s\n", out.CampaignID, settings.Template, settings.Lang)
@@ -181,6 +205,15 @@ func runStatus(ctx context.Context, ios *IO, o *statusOptions) error {
 		n    int64
 	}{{"pending", c.Pending}, {"sending", c.Sending}, {"in_doubt", c.InDoubt}, {"sent", c.Sent}, {"delivered", c.Delivered}, {"read", c.Read}, {"failed", c.Failed}, {"skipped", c.Skipped}, {"total", c.Total}} {
 		fmt.Fprintf(w, "%-10s %10d\n", s.name, s.n)
+	}
+	b := out.Buckets
+	fmt.Fprintf(w, "\n%-13s %10d  (sent, delivered or read)\n%-13s %10d  (failed: throttled on every try)\n%-13s %10d  (every other failure, and the skipped rows)\n%-13s %10d  (pending, sending or in doubt)\n",
+		"success", b.Success, "hard throttle", b.HardThrottle, "other", b.Other, "unfinished", b.Unfinished)
+	if p := out.Parts; p != nil {
+		fmt.Fprintf(w, "\nparts: %d planned, %d sent; %d rows need UCS-2; %d throttled tries\n", p.Planned, p.Sent, p.UCS2Rows, p.Throttled)
+		if p.BilledRows > 0 {
+			fmt.Fprintf(w, "billed (from events): %d parts, $%.4f with carrier fees, for %d rows\n", p.BilledParts, p.Charged, p.BilledRows)
+		}
 	}
 	if len(r.Skipped) > 0 {
 		fmt.Fprintf(w, "\nskipped by reason:\n")

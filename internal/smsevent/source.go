@@ -72,7 +72,13 @@ func (ev Event) status() reconcile.Status {
 		Status:    string(o.status),
 		Timestamp: ev.Timestamp,
 		Sender:    ev.Origination,
-		Price:     campaign.Pricing{Parts: ev.Parts},
+	}
+	// What was billed only from a final event (or a delivered or failed
+	// one): a reconcile keeps a row's first pricing, and an event on the
+	// way (queued, pending) may not carry the final figures yet.
+	final := ev.IsFinal || o.status != campaign.Sent
+	if final {
+		s.Price.Parts = ev.Parts
 	}
 	if ev.Bulksend != "" {
 		s.CallbackData = "bulksend:" + ev.Bulksend
@@ -83,7 +89,7 @@ func (ev Event) status() reconcile.Status {
 			s.ErrorTitle += ": " + ev.StatusDescription
 		}
 	}
-	if ev.HasPrice {
+	if ev.HasPrice && final {
 		c := charge(ev.Price, ev.CarrierFee)
 		s.Price.Charge = &c
 	}

@@ -343,3 +343,19 @@ func (s *Store) Parts(ctx context.Context) (Parts, error) {
 	}
 	return p, nil
 }
+
+// PendingParts returns the parts of each sender's pending rows (rows
+// without parts count one), for an SMS campaign's ETA.
+func (s *Store) PendingParts(ctx context.Context) (map[string]int64, error) {
+	out := map[string]int64{}
+	err := s.query(ctx, `SELECT sender, SUM(COALESCE(parts, 1)) FROM recipients WHERE status = 'pending' GROUP BY sender`, func(rows *sql.Rows) error {
+		var sender string
+		var n int64
+		if err := rows.Scan(&sender, &n); err != nil {
+			return err
+		}
+		out[sender] = n
+		return nil
+	})
+	return out, err
+}

@@ -41,6 +41,19 @@ type Settings struct {
 	// Marketing Messages API, with MMPolicy "fallback" or "strict").
 	API      string `json:"api,omitempty"`
 	MMPolicy string `json:"mm_policy,omitempty"`
+	// The channel ("" or "whatsapp", "sms") and, for SMS, the body's text
+	// with its {{column}} placeholders and what every SendTextMessage
+	// carries: MessageType (TRANSACTIONAL, PROMOTIONAL or ""),
+	// ConfigurationSet, MaxPrice (US dollars per part, as AWS takes it) and
+	// TTL (seconds, 0 for AWS's default). ThrottleTries: a row throttled
+	// this many times fails (0: no limit, WhatsApp).
+	Channel          string `json:"channel,omitempty"`
+	Text             string `json:"text,omitempty"`
+	MessageType      string `json:"message_type,omitempty"`
+	ConfigurationSet string `json:"configuration_set,omitempty"`
+	MaxPrice         string `json:"max_price,omitempty"`
+	TTL              int    `json:"ttl_seconds,omitempty"`
+	ThrottleTries    int    `json:"throttle_tries,omitempty"`
 	// Preflight is what the last preflight read of the sender numbers (the
 	// CLI's record, as JSON), absent when none ran.
 	Preflight json.RawMessage `json:"preflight,omitempty"`
