@@ -191,10 +191,11 @@ func newRoot(ios *IO) *cobra.Command {
 	var logLevel, logFormat string
 	root := &cobra.Command{
 		Use:   "bulksend",
-		Short: "Run WhatsApp template-message campaigns from a CSV, crash-safe and paced",
-		Long: `bulksend sends one WhatsApp Cloud API template message to every recipient of a
-CSV file, paced per sender number, with a SQLite checkpoint beside the CSV so
-that a crash, a Ctrl-C or an API outage never sends a message twice or skips one.
+		Short: "Run WhatsApp template-message and SMS campaigns from a CSV, crash-safe and paced",
+		Long: `bulksend sends one WhatsApp Cloud API template message (or, with --channel sms,
+one SMS through AWS End User Messaging) to every recipient of a CSV file,
+paced per sender number, with a SQLite checkpoint beside the CSV so that a
+crash, a Ctrl-C or an API outage never sends a message twice or skips one.
 
 ` + exitCodesHelp,
 		SilenceErrors: true,

@@ -88,7 +88,7 @@ func newRunCmd(ios *IO, logger func() (*slog.Logger, error)) *cobra.Command {
 	o := &runOptions{}
 	cmd := &cobra.Command{
 		Use:   "run CAMPAIGN.csv [flags]",
-		Short: "Send a template message to every recipient of a CSV, resuming where the last run stopped",
+		Short: "Send a template message (or an SMS) to every recipient of a CSV, resuming where the last run stopped",
 		Long: `Run loads the CSV into a checkpoint beside it (CAMPAIGN.bulksend.db) and sends
 one template message per recipient, paced per sender number. Run the same
 command again to resume: settings given on the first run are kept in the
@@ -110,10 +110,18 @@ first, and a CSV that does not fit it is refused before anything is sent.
 The access token is read from WHATSAPP_TOKEN or --token-file, never from a
 flag value, and is never written anywhere.
 
+--channel sms sends a text message per recipient through AWS End User
+Messaging SMS instead: --from takes origination identities (phone numbers,
+their IDs or ARNs, sender IDs, pools), the body is --text or --text-file with
+{{column}} placeholders, and --rate counts message parts per second per
+identity (default 1). Credentials come from the standard AWS chain
+(environment, profile, SSO), never from a flag.
+
 ` + exitCodesHelp,
 		Example: `  bulksend run campaign.csv --from 106540352242922 --template spring_sale --lang en_US
   bulksend run campaign.csv                      # resume
-  bulksend run demo.csv --sandbox --template welcome --from 1000001   # no Meta account needed`,
+  bulksend run demo.csv --sandbox --template welcome --from 1000001   # no Meta account needed
+  bulksend run sms.csv --channel sms --from +12065550100 --text 'Hi {{first_name}}, your code is {{code}}' --dry-run`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
 				return usagef("name one CSV file, e.g. 'bulksend run campaign.csv'", "run takes one CAMPAIGN.csv argument, got %d", len(args))

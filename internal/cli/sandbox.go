@@ -19,6 +19,7 @@ import (
 
 	"github.com/bulksend/bulksend/internal/csvin"
 	"github.com/bulksend/bulksend/internal/sandbox"
+	"github.com/bulksend/bulksend/internal/smssandbox"
 	"github.com/bulksend/bulksend/internal/store"
 	"github.com/bulksend/bulksend/internal/template"
 )
@@ -160,13 +161,19 @@ type sandboxOptions struct {
 	webhooks    string
 	accepted    string
 	cfg         sandbox.Config
+	// The SMS sandbox, served beside the WhatsApp one.
+	sms          smssandbox.Config
+	smsNumbers   []string
+	smsOptOuts   []string
+	smsEvents    string
+	smsThrottled []string
 }
 
 func newSandboxCmd(ios *IO, logger func() (*slog.Logger, error)) *cobra.Command {
 	o := &sandboxOptions{cfg: demoSandbox()}
 	cmd := &cobra.Command{
 		Use:   "sandbox [flags]",
-		Short: "Serve a fake WhatsApp Cloud API on 127.0.0.1 to rehearse a campaign",
+		Short: "Serve a fake WhatsApp Cloud API and AWS End User Messaging SMS on 127.0.0.1 to rehearse a campaign",
 		Long: `Sandbox serves a realistic fake of the Cloud API's send endpoint,
 POST /{version}/{phone-number-id}/messages, until interrupted. It checks the
 bearer token, serves its templates at GET /{WABA-ID}/message_templates and
@@ -182,7 +189,20 @@ webhooks as Meta sends them. Point a run at it with the line it prints:
 
 GET /_sandbox/stats shows its counters (requests, accepted, throttled, the
 largest one-second window per number, duplicates); they are printed as JSON
-on stdout when it stops. Outcomes are deterministic for a given --seed.`,
+on stdout when it stops. Outcomes are deterministic for a given --seed.
+
+It answers AWS End User Messaging SMS on the same address (requests with an
+X-Amz-Target header: SendTextMessage, DescribeOptedOutNumbers,
+DescribePhoneNumbers, DescribePools), SigV4-signed but not verified: a budget
+of --sms-mps message parts per second per origination identity over a
+sliding second (ThrottlingException), counted by its own part counter; an
+opt-out list (--sms-opt-out); account errors (--sms-account-error);
+throttles, internal errors, late answers; and AWS event records to
+--sms-events for reconcile. Point an SMS run at it with:
+
+  AWS_ENDPOINT_URL=http://127.0.0.1:PORT AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=x AWS_SECRET_ACCESS_KEY=x bulksend run --channel sms …
+
+GET /_sandbox/sms/stats shows its counters.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			log, err := logger()
@@ -227,6 +247,17 @@ on stdout when it stops. Outcomes are deterministic for a given --seed.`,
 	f.StringVar(&c.WebhookURL, "webhook-url", "", "POST status webhooks to this URL")
 	f.StringVar(&c.AppSecret, "app-secret", "", "sign POSTed webhooks with X-Hub-Signature-256 using this secret")
 	f.StringVar(&o.accepted, "accepted", "", "append a record of every accepted message to FILE")
+	s := &o.sms
+	f.Float64Var(&s.MPS, "sms-mps", 1, "SMS: message parts per second each origination identity allows over a sliding second (negative: no limit)")
+	f.StringArrayVar(&o.smsNumbers, "sms-number", nil, "SMS: an E.164 number the account owns (repeatable; none: any identity is taken)")
+	f.StringArrayVar(&o.smsOptOuts, "sms-opt-out", nil, "SMS: a phone on the Default opt-out list (repeatable)")
+	f.StringVar(&s.AccountError, "sms-account-error", "", "SMS: every send answers this account error: "+strings.Join(smssandbox.AccountErrors, ", "))
+	f.StringArrayVar(&o.smsThrottled, "sms-throttle-always", nil, "SMS: an origination identity whose every send is throttled (repeatable)")
+	f.Float64Var(&s.ThrottleRate, "sms-throttle-rate", 0, "SMS: fraction of sends throttled at random (other traffic on the number)")
+	f.Float64Var(&s.InternalRate, "sms-internal-rate", 0, "SMS: fraction answered InternalServerException (half of them were sent: in doubt)")
+	f.Float64Var(&s.LateRate, "sms-late-rate", 0, "SMS: fraction sent but answered after --late-delay (client times out: in doubt)")
+	f.Float64Var(&s.FailRate, "sms-fail-rate", 0.02, "SMS: fraction of sent messages whose final event is a failure")
+	f.StringVar(&o.smsEvents, "sms-events", "", "SMS: append AWS event records to FILE, one JSON object per line (for reconcile)")
 	return cmd
 }
 
@@ -336,10 +367,31 @@ func runSandbox(ios *IO, o *sandboxOptions, log *slog.Logger) (err error) {
 	if ip := l.Addr().(*net.TCPAddr).IP; !ip.IsLoopback() {
 		log.Warn("the sandbox listens beyond this machine", "addr", l.Addr().String())
 	}
+	sc := o.sms
+	sc.Seed, sc.Latency, sc.Jitter, sc.LateDelay = cfg.Seed, cfg.Latency, cfg.Jitter, cfg.LateDelay
+	sc.ThrottleAlways = o.smsThrottled
+	for _, n := range o.smsNumbers {
+		sc.Numbers = append(sc.Numbers, smssandbox.Number{PhoneNumber: n})
+	}
+	if len(o.smsOptOuts) > 0 {
+		sc.OptOuts = map[string][]string{"Default": o.smsOptOuts}
+	}
+	if o.smsEvents != "" {
+		w, err := open(o.smsEvents)
+		if err != nil {
+			return fmt.Errorf("--sms-events: %w", err)
+		}
+		sc.Events = w
+	}
+	if err := sc.Validate(); err != nil {
+		return usagef("", "SMS sandbox: %w", err)
+	}
 	srv := sandbox.New(cfg)
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
+	smsSrv := smssandbox.New(sc)
+	hs := &http.Server{Handler: bothSandboxes(srv, smsSrv), ReadHeaderTimeout: 10 * time.Second}
 	fmt.Fprintf(ios.Err, "bulksend: sandbox listening; point a run at it with:\n  BULKSEND_API_URL=http://%s\n", l.Addr().String())
 	fmt.Fprintf(ios.Err, "bulksend: its business account (for --waba) is %s; templates: %s\n", sandbox.DefaultWABAID, strings.Join(definitionNames(cfg.Definitions), ", "))
+	fmt.Fprintf(ios.Err, "bulksend: it answers AWS End User Messaging SMS too; point an SMS run at it with:\n  AWS_ENDPOINT_URL=http://%s AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=sandbox AWS_SECRET_ACCESS_KEY=sandbox\n", l.Addr().String())
 	ctx, stop := signalContext(context.Background(), ios, log, sandboxInterrupt)
 	defer stop()
 	served := make(chan error, 1)
@@ -353,9 +405,36 @@ func runSandbox(ios *IO, o *sandboxOptions, log *slog.Logger) (err error) {
 	}
 	hs.Close()
 	srv.Close()
+	if err := smsSrv.Close(); err != nil {
+		return err
+	}
 	enc := json.NewEncoder(ios.Out)
 	enc.SetIndent("", "  ")
-	return enc.Encode(srv.Stats())
+	if err := enc.Encode(srv.Stats()); err != nil {
+		return err
+	}
+	if st := smsSrv.Stats(); st.Requests > 0 {
+		return enc.Encode(map[string]smssandbox.Stats{"sms": st})
+	}
+	return nil
+}
+
+// bothSandboxes serves the SMS sandbox to requests of the AWS protocol
+// (an X-Amz-Target header; its counters at /_sandbox/sms/stats) and the
+// WhatsApp one to the rest.
+func bothSandboxes(wa, sms http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.Header.Get("X-Amz-Target") != "":
+			sms.ServeHTTP(w, r)
+		case r.URL.Path == "/_sandbox/sms/stats":
+			r2 := r.Clone(r.Context())
+			r2.URL.Path = "/_sandbox/stats"
+			sms.ServeHTTP(w, r2)
+		default:
+			wa.ServeHTTP(w, r)
+		}
+	})
 }
 
 // closeLog flushes and closes a log the sandbox wrote: an error here means

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -210,7 +211,7 @@ func runStatus(ctx context.Context, ios *IO, o *statusOptions) error {
 	fmt.Fprintf(w, "\n%-13s %10d  (sent, delivered or read)\n%-13s %10d  (failed: throttled on every try)\n%-13s %10d  (every other failure, and the skipped rows)\n%-13s %10d  (pending, sending or in doubt)\n",
 		"success", b.Success, "hard throttle", b.HardThrottle, "other", b.Other, "unfinished", b.Unfinished)
 	if p := out.Parts; p != nil {
-		fmt.Fprintf(w, "\nparts: %d planned, %d sent; %d rows need UCS-2; %d throttled tries\n", p.Planned, p.Sent, p.UCS2Rows, p.Throttled)
+		fmt.Fprintf(w, "\nparts: %d planned, %d in rows sent or delivered; %d rows need UCS-2; %d throttled tries\n", p.Planned, p.Sent, p.UCS2Rows, p.Throttled)
 		if p.BilledRows > 0 {
 			fmt.Fprintf(w, "billed (from events): %d parts, $%.4f with carrier fees, for %d rows\n", p.BilledParts, p.Charged, p.BilledRows)
 		}
@@ -228,7 +229,7 @@ func runStatus(ctx context.Context, ios *IO, o *statusOptions) error {
 	if len(r.FailedByReason) > 0 {
 		fmt.Fprintf(w, "\nfailed by reason:\n")
 		for _, k := range slices.Sorted(maps.Keys(r.FailedByReason)) {
-			fmt.Fprintf(w, "  %-14s %8d%s\n", k, r.FailedByReason[k], reasonNote(k))
+			fmt.Fprintf(w, "  %-20s %8d%s\n", k, r.FailedByReason[k], reasonNote(k))
 		}
 	}
 	if len(r.ByPricingCategory) > 0 {
@@ -249,7 +250,11 @@ func runStatus(ctx context.Context, ios *IO, o *statusOptions) error {
 	if len(r.ByError) > 0 {
 		fmt.Fprintf(w, "\nerrors (last error of each row):\n")
 		for _, e := range r.ByError {
-			fmt.Fprintf(w, "  %-9s %7d  %10d  %s\n", e.Status, e.Code, e.Rows, e.Title)
+			code := "" // AWS names its errors; it has no codes
+			if e.Code != 0 {
+				code = strconv.Itoa(e.Code)
+			}
+			fmt.Fprintf(w, "  %-9s %7s  %10d  %s\n", e.Status, code, e.Rows, e.Title)
 		}
 	}
 	fmt.Fprintf(w, "\nper sender:\n")
