@@ -314,7 +314,8 @@ func BucketsOf(c Counts, hardThrottled int64) Buckets {
 
 // ThrottleBackoff returns the delay before try number try+1 of a row
 // throttled try times: full jitter over base·4^(try-1), at most max
-// (2 s, 8 s, 32 s, 128 s, then 256 s for SMS). u is uniform in [0,1).
+// (SMS: 2, 8, 32 and 128 s between its 5 tries; 256 s is reached only
+// with more). u is uniform in [0,1).
 func ThrottleBackoff(try int, base, max time.Duration, u float64) time.Duration {
 	d := base
 	for i := 1; i < try && d < max; i++ {

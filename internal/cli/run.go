@@ -175,13 +175,30 @@ identity (default 1). Credentials come from the standard AWS chain
 	f.StringVar(&o.textFile, "text-file", "", "SMS: read the message body from this file (UTF-8)")
 	f.StringVar(&o.messageType, "message-type", "", "SMS: transactional or promotional (default: the origination identity's)")
 	f.StringVar(&o.configSet, "configuration-set", "", "SMS: the configuration set whose event destinations log delivery events (for reconcile)")
-	f.StringVar(&o.maxPrice, "max-price", "", "SMS: the most to pay per message part in US dollars, e.g. 0.05 (AWS refuses dearer messages)")
+	f.StringVar(&o.maxPrice, "max-price", "", "SMS: the most to pay for one message (all its parts) in US dollars, e.g. 0.05 (AWS refuses dearer messages)")
 	f.DurationVar(&o.ttl, "ttl", 0, "SMS: how long AWS may try to deliver a message, 5s to 72h (default 72h; e.g. 4h so late sends don't arrive at night)")
 	f.StringVar(&o.awsRegion, "region", "", "SMS: AWS region (default $AWS_REGION or the profile's)")
 	f.StringVar(&o.endpointURL, "endpoint-url", "", "SMS: AWS endpoint URL (default $AWS_ENDPOINT_URL, else AWS's)")
 	f.BoolVar(&o.syncOptOuts, "sync-opt-outs", false, "SMS: read each origination identity's opt-out list before sending and skip those rows (reason opted_out)")
 	f.IntVar(&o.throttleTries, "throttle-tries", 5, "SMS: tries of a throttled row before it fails as throttle_exhausted (waits 2, 8, 32, 128 s… between)")
 	return cmd
+}
+
+// storedSettings returns the settings of the campaign in the checkpoint
+// at db, nil when there is none (no file, or a file a failed first run
+// left without a campaign).
+func storedSettings(db string) (*store.Settings, error) {
+	if _, err := os.Stat(db); err != nil {
+		return nil, nil
+	}
+	s, err := store.ReadSettings(db)
+	if errors.Is(err, store.ErrNoSettings) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &s, nil
 }
 
 // errCSVChanged refuses a CSV that differs from the one imported.
@@ -197,6 +214,33 @@ func runRun(ctx context.Context, ios *IO, o *runOptions) error {
 	if _, err := os.Stat(o.csv); err != nil {
 		return usagef("", "campaign file: %w", err)
 	}
+	db := o.db
+	if db == "" {
+		db = dbPath(o.csv)
+	}
+	// The campaign's channel decides which flags apply and whether a token
+	// is read: a resume takes the one stored. All is checked before a file
+	// is made.
+	stored, err := storedSettings(db)
+	if err != nil {
+		return err
+	}
+	if stored != nil {
+		was := cmp.Or(stored.Channel, string(campaign.WhatsApp))
+		if o.changed("channel") && o.channel != was {
+			return usagef("drop --channel to resume with the stored value, or start a new campaign with another --db",
+				"--channel %q differs from this campaign's %q: it cannot change once sending started", o.channel, was)
+		}
+		o.channel = was
+	}
+	if err := o.checkChannel(); err != nil {
+		return err
+	}
+	if stored == nil && o.isSMS() {
+		if _, err := o.smsBody(); err != nil {
+			return err
+		}
+	}
 	if o.rateCard != "" {
 		// Read first: a bad card is told before the import and the reads.
 		card, err := loadRateCard(o.rateCard, o.callingCodes)
@@ -205,16 +249,13 @@ func runRun(ctx context.Context, ios *IO, o *runOptions) error {
 		}
 		o.card = card
 	}
-	db := o.db
-	if db == "" {
-		db = dbPath(o.csv)
-	}
 	// A dry run changes nothing in a campaign that exists: it plans from a
 	// read of it (opening may still bring the file's schema up to date).
-	// Without one, it imports into a temporary one.
+	// Without one (or with a checkpoint a failed first run left empty), it
+	// imports into a temporary one.
 	readOnly := false
 	if o.dryRun {
-		if _, err := os.Stat(db); err == nil {
+		if stored != nil {
 			readOnly = true
 		} else {
 			dir, err := os.MkdirTemp("", "bulksend-dry-run-")
@@ -224,6 +265,13 @@ func runRun(ctx context.Context, ios *IO, o *runOptions) error {
 			defer os.RemoveAll(dir)
 			db = filepath.Join(dir, "plan.db")
 		}
+	}
+	token, err := o.token(ios)
+	if err != nil {
+		return err
+	}
+	if err := o.checkAWS(ctx); err != nil {
+		return err
 	}
 
 	// Interrupts count from here: an import stopped by Ctrl-C rolls back
@@ -241,18 +289,6 @@ func runRun(ctx context.Context, ios *IO, o *runOptions) error {
 		return err
 	}
 	defer st.Close()
-	// The channel decides which flags apply and whether a token is read:
-	// a resume takes the one stored.
-	if stored, err := st.Settings(runCtx); err == nil && !o.changed("channel") {
-		o.channel = cmp.Or(stored.Channel, string(campaign.WhatsApp))
-	}
-	if err := o.checkChannel(); err != nil {
-		return err
-	}
-	token, err := o.token(ios)
-	if err != nil {
-		return err
-	}
 
 	settings, err := o.settings(runCtx, ios, st, readOnly, token)
 	if err != nil {
@@ -395,7 +431,7 @@ func (o *runOptions) drive(ctx, runCtx context.Context, ios *IO, st *store.Store
 
 func (o *runOptions) validate() error {
 	if o.rate < 0 || o.rate > 1000 {
-		return usagef("Meta allows 80 messages/s per number by default and at most 1000", "invalid --rate %v: want 0 to 1000 (0: no limit)", o.rate)
+		return usagef("Meta allows 80 messages/s per number by default and at most 1000; AWS SMS short codes allow 100 parts/s", "invalid --rate %v: want 0 to 1000 (0: no limit)", o.rate)
 	}
 	if o.concurrency < 0 {
 		return usagef("", "invalid --concurrency %d", o.concurrency)
@@ -505,11 +541,17 @@ func (o *runOptions) settings(ctx context.Context, ios *IO, st *store.Store, rea
 		return s, &usageError{err: fmt.Errorf("%w (%s)", errCSVChanged, st.Path()),
 			hint: "a checkpoint belongs to one list: restore the original CSV, or start a new campaign with another --db"}
 	}
+	fileText := ""
+	if o.changed("text-file") {
+		if fileText, err = o.smsBody(); err != nil {
+			return s, err
+		}
+	}
 	fixed := []struct {
 		flag, was, now string
 	}{
-		{"channel", cmp.Or(s.Channel, string(campaign.WhatsApp)), o.channel},
 		{"text", s.Text, o.text},
+		{"text-file", s.Text, fileText},
 		{"message-type", s.MessageType, strings.ToUpper(o.messageType)},
 		{"configuration-set", s.ConfigurationSet, o.configSet},
 		{"max-price", s.MaxPrice, o.maxPrice},

@@ -410,13 +410,14 @@ func runSandbox(ios *IO, o *sandboxOptions, log *slog.Logger) (err error) {
 	}
 	enc := json.NewEncoder(ios.Out)
 	enc.SetIndent("", "  ")
-	if err := enc.Encode(srv.Stats()); err != nil {
-		return err
+	st := struct {
+		sandbox.Stats
+		SMS *smssandbox.Stats `json:"sms,omitempty"` // when it served SMS
+	}{Stats: srv.Stats()}
+	if sms := smsSrv.Stats(); sms.Requests > 0 {
+		st.SMS = &sms
 	}
-	if st := smsSrv.Stats(); st.Requests > 0 {
-		return enc.Encode(map[string]smssandbox.Stats{"sms": st})
-	}
-	return nil
+	return enc.Encode(st)
 }
 
 // bothSandboxes serves the SMS sandbox to requests of the AWS protocol

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io"
+	"maps"
+	"math"
 	"os"
 	"slices"
 	"strconv"
@@ -74,9 +76,11 @@ func (o *runOptions) checkChannel() error {
 		return usagef("", "invalid --message-type %q: want transactional or promotional", o.messageType)
 	}
 	if o.maxPrice != "" {
-		if v, err := strconv.ParseFloat(o.maxPrice, 64); err != nil || v <= 0 {
-			return usagef("", "invalid --max-price %q: want US dollars per message part, e.g. 0.05", o.maxPrice)
+		v, err := strconv.ParseFloat(o.maxPrice, 64)
+		if err != nil || v <= 0 || math.IsInf(v, 0) {
+			return usagef("", "invalid --max-price %q: want US dollars per message, e.g. 0.05", o.maxPrice)
 		}
+		o.maxPrice = strconv.FormatFloat(v, 'f', -1, 64) // 0.050 is 0.05, on a resume too
 	}
 	if o.ttl != 0 && (o.ttl < 5*time.Second || o.ttl > 72*time.Hour) {
 		return usagef("", "invalid --ttl %v: AWS takes 5s to 72h", o.ttl)
@@ -88,6 +92,23 @@ func (o *runOptions) checkChannel() error {
 		return usagef("", "--text and --text-file: give one")
 	}
 	return nil
+}
+
+// checkAWS checks, before anything is imported, that a run that will
+// call AWS has a region and credentials: a missing chain stops the run
+// with a hint and leaves no campaign behind.
+func (o *runOptions) checkAWS(ctx context.Context) error {
+	if !o.isSMS() || o.sandbox || (o.dryRun && !o.syncOptOuts) {
+		return nil
+	}
+	cl, err := sms.New(ctx, sms.Options{Region: o.awsRegion, EndpointURL: o.endpointURL, Timeout: o.requestTimeout, MaxConns: 1})
+	if errors.Is(err, sms.ErrNoRegion) {
+		return usagef("e.g. --region us-east-1, or export AWS_REGION", "%w", err)
+	}
+	if err != nil {
+		return err
+	}
+	return cl.CheckCredentials(ctx)
 }
 
 // smsBody is the first run's message body, from --text or --text-file.
@@ -208,7 +229,7 @@ func (o *runOptions) runSMS(ctx, runCtx context.Context, ios *IO, st *store.Stor
 	if err != nil {
 		return err
 	}
-	senders, err := st.Senders(ctx)
+	senders, err := st.Senders(runCtx)
 	if err != nil {
 		return err
 	}
@@ -329,7 +350,7 @@ func (o *runOptions) printSMSPlan(ctx context.Context, ios *IO, st *store.Store,
 		}
 	}
 	var slowest time.Duration
-	for _, id := range slices.Sorted(mapsKeys(pending)) {
+	for _, id := range slices.Sorted(maps.Keys(pending)) {
 		d := time.Duration(0)
 		if s.Rate > 0 {
 			d = time.Duration(float64(pending[id]) / (s.Rate * pace.Headroom) * float64(time.Second))
@@ -350,16 +371,6 @@ func roundETA(d time.Duration) time.Duration {
 		return d.Round(100 * time.Millisecond)
 	}
 	return d.Round(time.Second)
-}
-
-func mapsKeys(m map[string]int64) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }
 
 // demoSMSSandbox is the SMS sandbox of run --sandbox: every identity
@@ -383,7 +394,11 @@ func startSMSSandbox(ctx context.Context, o *runOptions, s store.Settings, st *s
 		return "", nil, fmt.Errorf("sandbox event log: %w", err)
 	}
 	bw := bufio.NewWriterSize(f, 1<<16)
-	cfg := demoSMSSandbox(max(1, s.Rate))
+	mps := s.Rate
+	if mps <= 0 {
+		mps = -1 // --rate 0: no limit, here too
+	}
+	cfg := demoSMSSandbox(mps)
 	var optedOut []string
 	if err := st.EachToSend(ctx, func(phone string) error {
 		h := fnv.New32a()

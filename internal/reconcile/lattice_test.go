@@ -24,7 +24,13 @@ var pricings = []campaign.Pricing{
 	{Category: "marketing", Type: "regular"},
 	{Category: "utility", Type: "free_customer_service", Billable: &no},
 	{Billable: &no},
+	// What SMS events say was billed: parts, and a charge (0 is a charge).
+	{Parts: 2, Charge: &smsCharge},
+	{Parts: 2, Charge: &zero},
+	{Parts: 3},
 }
+
+var smsCharge, zero = 0.01743, 0.0
 
 // randomEvidence is the evidence of a random status; its pricing is none
 // or, if one is true, any, else pricings[1], the one pricing Meta gives all
@@ -144,6 +150,10 @@ func TestFirstPricing(t *testing.T) {
 		{"a row's pricing stays", free, []evidence{st("sent", 1, marketing)}, free, false},
 		{"billable alone is a pricing", campaign.Pricing{}, []evidence{st("sent", 1, pricings[4])}, pricings[4], true},
 		{"ignored statuses give none", campaign.Pricing{}, []evidence{st("deleted", 1, marketing)}, campaign.Pricing{}, false},
+		{"SMS parts and charge", campaign.Pricing{}, []evidence{st("delivered", 20, pricings[5])}, pricings[5], true},
+		{"a charge of 0 is a charge, not none", campaign.Pricing{}, []evidence{st("failed", 5, pricings[6]), st("delivered", 20, pricings[5])}, pricings[6], true},
+		{"parts alone are a pricing", campaign.Pricing{}, []evidence{st("delivered", 20, pricings[7])}, pricings[7], true},
+		{"the least charge of one instant", campaign.Pricing{}, []evidence{st("delivered", 10, pricings[5]), st("delivered", 10, pricings[6])}, pricings[6], true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -86,8 +86,8 @@ type Client struct {
 	// ConfigurationSet names the configuration set whose event
 	// destinations receive delivery events; "" sends none.
 	ConfigurationSet string
-	// MaxPrice is the most to pay per message part, in US dollars as AWS
-	// takes it ("0.05"); "" sends none.
+	// MaxPrice is the most to pay for one message (all its parts), in US
+	// dollars as AWS takes it ("0.05"); "" sends none.
 	MaxPrice string
 	// TTL is how long AWS may try to deliver, sent in whole seconds
 	// rounded up; 0 sends none (AWS's default is 72 hours).
@@ -274,10 +274,15 @@ func (c *Client) input(m campaign.Message) (*pinpointsmsvoicev2.SendTextMessageI
 // sendError classifies a failed SendTextMessage. ctx is the send's own
 // (with its timeout).
 func (c *Client) sendError(ctx context.Context, err error, wrote bool) *campaign.SendError {
+	// First: a credential refresh that failed with an HTTP answer (STS,
+	// SSO) wraps that answer, which is not AWS SMS's answer to the send.
+	var ce *CredentialsError
+	if !wrote && ctx.Err() == nil && errors.As(err, &ce) {
+		return &campaign.SendError{Class: campaign.Fatal, Title: "AWS credentials", Err: ce}
+	}
 	if api := answer(err); api != nil {
 		return api.sendError()
 	}
-	var ce *CredentialsError
 	var sendErr *smithyhttp.RequestSendError
 	switch {
 	case wrote:
@@ -290,8 +295,6 @@ func (c *Client) sendError(ctx context.Context, err error, wrote bool) *campaign
 	case ctx.Err() != nil, errors.As(err, &sendErr):
 		// Includes a credential refresh cut short by the timeout.
 		return &campaign.SendError{Class: campaign.NeverLeft, Title: "request not sent", Err: fmt.Errorf("request not sent: %w", transport(err))}
-	case errors.As(err, &ce):
-		return &campaign.SendError{Class: campaign.Fatal, Title: "AWS credentials", Err: ce}
 	}
 	// The SDK could not build or sign the request (a malformed region or
 	// endpoint, say): every row would fail alike.
@@ -331,12 +334,12 @@ func timedOut(err error) bool {
 // readError is the error of a Describe call: an *APIError for an answer,
 // the *CredentialsError, or the transport's error.
 func readError(op string, err error) error {
+	var ce *CredentialsError
+	if errors.As(err, &ce) { // before the answer it may wrap: STS's or SSO's, not the read's
+		return fmt.Errorf("%s: %w", op, ce)
+	}
 	if api := answer(err); api != nil {
 		return fmt.Errorf("%s: %w", op, api)
-	}
-	var ce *CredentialsError
-	if errors.As(err, &ce) {
-		return fmt.Errorf("%s: %w", op, ce)
 	}
 	return fmt.Errorf("%s: %w", op, transport(err))
 }

@@ -12,7 +12,10 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/pinpointsmsvoicev2"
+	"github.com/aws/smithy-go"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/bulksend/bulksend/internal/campaign"
 	"github.com/bulksend/bulksend/internal/smstext"
@@ -374,5 +377,37 @@ func TestNewRegionAndEndpoint(t *testing.T) {
 	}
 	if r := f.requests(); len(r) != 1 || !strings.Contains(r[0].Auth, "/ap-southeast-2/sms-voice/") {
 		t.Fatalf("requests %+v, want one signed for ap-southeast-2", r)
+	}
+}
+
+// TestCredentialRefreshAnswer: a credential refresh that STS or SSO answers
+// with an HTTP error (503, 429, 401) wraps that answer; it is not AWS
+// SMS's answer to the send, which never left: the run stops (Fatal, with
+// the credentials hint), the row is neither in doubt nor throttled.
+func TestCredentialRefreshAnswer(t *testing.T) {
+	for _, status := range []int{503, 429, 401} {
+		f := newFake(t, func(w http.ResponseWriter, r *http.Request, op string, body map[string]any) {
+			reply(w, 200, `{"MessageId":"m1"}`)
+		})
+		isolate(t)
+		refresh := aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
+			return aws.Credentials{}, &smithy.OperationError{ServiceID: "STS", OperationName: "AssumeRole",
+				Err: &awshttp.ResponseError{RequestID: "sts-1", ResponseError: &smithyhttp.ResponseError{
+					Response: &smithyhttp.Response{Response: &http.Response{StatusCode: status, Header: http.Header{}}}, Err: errors.New("refresh failed")}}}
+		})
+		c, err := New(context.Background(), Options{Region: "us-east-1", EndpointURL: f.srv.URL, Credentials: refresh, Timeout: time.Second, MaxConns: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Text = text(t)
+		_, err = c.Send(context.Background(), msg)
+		var se *campaign.SendError
+		var ce *CredentialsError
+		if !errors.As(err, &se) || se.Class != campaign.Fatal || !errors.As(err, &ce) || ce.Hint() == "" {
+			t.Errorf("refresh answered %d: %v (%T), want a fatal credentials error with a hint", status, err, err)
+		}
+		if n := len(f.requests()); n != 0 {
+			t.Errorf("refresh answered %d: %d requests reached AWS SMS, want 0", status, n)
+		}
 	}
 }

@@ -141,7 +141,7 @@ const (
 const (
 	hintCredentials = "check the AWS credentials in use: run `aws sts get-caller-identity` with the same environment; set AWS_PROFILE, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or run `aws sso login` for an SSO profile"
 	hintIdentity    = "the origination identity does not exist in this account and region: check --from (an E.164 number, a phone-… or pool-… ID, a sender ID, or the full ARN of a shared one) and --region against Phone numbers / Pools in the AWS End User Messaging SMS console"
-	hintMalformed   = "AWS refused the request's fields: check --from, --message-type (TRANSACTIONAL or PROMOTIONAL), --max-price (US dollars per part, e.g. 0.05), --ttl and --configuration-set"
+	hintMalformed   = "AWS refused the request's fields: check --from, --message-type (TRANSACTIONAL or PROMOTIONAL), --max-price (US dollars per message, e.g. 0.05), --ttl and --configuration-set"
 	hintProtect     = "a protect configuration blocks this destination: review its country rules and number overrides in the AWS End User Messaging SMS console (Protect configurations) if such messages should go"
 	hintExpired     = "the session credentials have expired: refresh them (`aws sso login` for an SSO profile, or new temporary credentials), then run the same command again"
 	hintSenderID    = "the sender ID cannot send to this destination's country (not registered there, or the country takes no sender IDs): register it for the country in the AWS End User Messaging SMS console (Sender IDs), or send such rows from a phone number"
@@ -182,7 +182,7 @@ var rules = []rule{
 	{typ: "ValidationException", field: "DestinationPhoneNumber", class: permanent, as: "invalid_destination_phone_number",
 		hint: "AWS refused the destination phone number"},
 	{typ: "ValidationException", reason: "PRICE_OVER_THRESHOLD", class: permanent,
-		hint: "a message part to this destination costs more than --max-price: raise it to send such rows"},
+		hint: "a message to this destination (all its parts) costs more than --max-price: raise it to send such rows"},
 	{typ: "ValidationException", reason: "DESTINATION_COUNTRY_BLOCKED", class: permanent,
 		hint: "sending to this destination's country is blocked for the account: allow the country in the AWS End User Messaging SMS console if such messages should go"},
 	{typ: "ValidationException", reason: "INVALID_IDENTITY_FOR_DESTINATION_COUNTRY", class: permanent,

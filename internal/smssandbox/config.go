@@ -86,8 +86,8 @@ type Config struct {
 	// PricePerPart is the price of a message part in US dollars by the
 	// destination's calling-code prefix, the longest prefix winning
 	// ("1": 0.00581, "44": 0.0463); others cost 0.0075. A MaxPrice below a
-	// send's per-part price answers ValidationException
-	// PRICE_OVER_THRESHOLD.
+	// send's price (its parts at this price each; AWS's MaxPrice is per
+	// message) answers ValidationException PRICE_OVER_THRESHOLD.
 	PricePerPart map[string]float64
 
 	// BlockedPrefixes are destination calling-code prefixes a protect

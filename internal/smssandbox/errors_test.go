@@ -229,12 +229,14 @@ func TestMaxPriceBoundary(t *testing.T) {
 		dest, maxPrice string
 		ok             bool
 	}{
-		{"+13125551000", "0.00581", true},
-		{"+13125551000", "0.0058", false},
-		{"+12065551000", "0.00581", false}, // the longer prefix wins
-		{"+12065551000", "0.009", true},
-		{"+33612345678", "0.0075", true}, // the default price
-		{"+33612345678", ".0074", false},
+		// MaxPrice is per message: a 3-part message costs three parts.
+		{"+13125551000", "0.01743", true},
+		{"+13125551000", "0.00581", false},
+		{"+13125551000", "0.0174", false},
+		{"+12065551000", "0.01743", false}, // the longer prefix wins
+		{"+12065551000", "0.027", true},
+		{"+33612345678", "0.0225", true}, // the default price
+		{"+33612345678", ".0224", false},
 	} {
 		a := send(s, msg{DestinationPhoneNumber: tc.dest, OriginationIdentity: from, MessageBody: text(3), MaxPrice: tc.maxPrice})
 		if ok := a.status == 200; ok != tc.ok || (!ok && a.reason != "PRICE_OVER_THRESHOLD") {

@@ -68,9 +68,11 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request, reqID string, body
 	}
 	price := s.pricePerPart(dest)
 	if req.MaxPrice != nil {
-		if limit, _ := strconv.ParseFloat(*req.MaxPrice, 64); limit < price {
+		// AWS: MaxPrice is "per each text message", so a message of several
+		// parts costs each of them.
+		if limit, _ := strconv.ParseFloat(*req.MaxPrice, 64); limit < price*float64(parts) {
 			s.fail(w, reqID, validation("PRICE_OVER_THRESHOLD", "MaxPrice",
-				"The price per message part to %s (%.5f USD) is over MaxPrice (%s USD).", dest, price, *req.MaxPrice))
+				"The price of this %d-part message to %s (%.5f USD) is over MaxPrice (%s USD).", parts, dest, price*float64(parts), *req.MaxPrice))
 			return
 		}
 	}

@@ -37,7 +37,7 @@ type Report struct {
 	// SkipExamples holds, for each kind in Skipped, its first row: what
 	// an operator looks at to fix the file.
 	SkipExamples map[campaign.SkipKind]SkipExample
-	Retrying     int64     // pending rows with attempts behind them
+	Retrying     int64     // pending rows with attempts or throttled tries behind them
 	NextRetry    time.Time // when the earliest of them is due
 	SentLast     int64     // rows accepted in the minute before At
 	At           time.Time
@@ -210,7 +210,9 @@ func (s *Store) Report(ctx context.Context, now time.Time) (Report, error) {
 		r.ByError = append(r.ByError, e)
 		return nil
 	})
-	q(`SELECT COUNT(*), COALESCE(MIN(next_at), 0) FROM recipients WHERE status = 'pending' AND attempts > 0`, func(rows *sql.Rows) error {
+	// A throttled try gives its attempt back: such a row waiting out its
+	// backoff is retrying too.
+	q(`SELECT COUNT(*), COALESCE(MIN(next_at), 0) FROM recipients WHERE status = 'pending' AND (attempts > 0 OR throttles > 0)`, func(rows *sql.Rows) error {
 		var next int64
 		if err := rows.Scan(&r.Retrying, &next); err != nil {
 			return err

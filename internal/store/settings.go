@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -44,7 +45,7 @@ type Settings struct {
 	// The channel ("" or "whatsapp", "sms") and, for SMS, the body's text
 	// with its {{column}} placeholders and what every SendTextMessage
 	// carries: MessageType (TRANSACTIONAL, PROMOTIONAL or ""),
-	// ConfigurationSet, MaxPrice (US dollars per part, as AWS takes it) and
+	// ConfigurationSet, MaxPrice (US dollars per message, all its parts, as AWS takes it) and
 	// TTL (seconds, 0 for AWS's default). ThrottleTries: a row throttled
 	// this many times fails (0: no limit, WhatsApp).
 	Channel          string `json:"channel,omitempty"`
@@ -115,4 +116,21 @@ func writeSettings(ctx context.Context, e execer, st Settings) error {
 		return fmt.Errorf("write settings: %w", err)
 	}
 	return nil
+}
+
+// ReadSettings reads the settings of the checkpoint at path without taking
+// it: read only, no migration, nothing created. It returns ErrNoSettings
+// for a checkpoint that holds no campaign yet.
+func ReadSettings(path string) (Settings, error) {
+	db, err := sql.Open("sqlite3", "file:"+path+"?mode=ro&_busy_timeout=5000")
+	if err != nil {
+		return Settings{}, fmt.Errorf("open checkpoint %q: %w", path, err)
+	}
+	defer db.Close()
+	s := &Store{db: db, path: path}
+	st, err := s.Settings(context.Background())
+	if err != nil && !errors.Is(err, ErrNoSettings) && strings.Contains(err.Error(), "no such table") {
+		return st, ErrNoSettings // made, but never set up
+	}
+	return st, err
 }

@@ -454,3 +454,67 @@ func TestDefer(t *testing.T) {
 		t.Fatalf("an earlier Defer moved %d rows (%v), want 0", n, err)
 	}
 }
+
+// TestSMSRowsReport: an SMS row's parts and encoding are stored and
+// summed; a row waiting out a throttle backoff counts as retrying (its
+// throttled try gave its attempt back); billed parts and charges from
+// events are summed once.
+func TestSMSRowsReport(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t,
+		Row{Row: 1, Line: 2, Phone: "+447700900001", Sender: "A", Parts: 3, Encoding: "UCS-2"},
+		Row{Row: 2, Line: 3, Phone: "+447700900002", Sender: "A", Parts: 1, Encoding: "GSM-7"},
+		Row{Row: 3, Line: 4, Phone: "+447700900003", Sender: "B", Parts: 2, Encoding: "GSM-7"},
+		Row{Row: 4, Line: 5, Phone: "+447700900004", Sender: "B", Parts: 9, Encoding: "UCS-2", Skip: "too long", SkipKind: campaign.SkipTooLong},
+	)
+	now := time.UnixMilli(1_750_000_000_000)
+	if _, err := s.Claim(ctx, "A", now, 10); err != nil {
+		t.Fatal(err)
+	}
+	later := now.Add(8 * time.Second)
+	if err := s.Record(ctx, []engine.Result{
+		{Row: 1, Outcome: engine.OutcomeThrottled, Title: "ThrottlingException", NextAt: later, At: now},
+		{Row: 2, Outcome: engine.OutcomeSent, WAMID: "m2", At: now},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := s.Parts(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (Parts{Planned: 6, Sent: 1, UCS2Rows: 1, Throttled: 1}); p != want {
+		t.Fatalf("parts = %+v, want %+v (the skipped row counts nowhere)", p, want)
+	}
+	r, err := s.Report(ctx, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Retrying != 1 || !r.NextRetry.Equal(later) {
+		t.Fatalf("retrying %d, next %v; want 1 at %v: a row waiting out a throttle backoff", r.Retrying, r.NextRetry, later)
+	}
+	pending, err := s.PendingParts(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pending["A"] != 3 || pending["B"] != 2 {
+		t.Fatalf("pending parts = %v, want A 3, B 2", pending)
+	}
+	charge := 0.01743
+	d := map[int64]reconcile.Delivery{}
+	if err := s.Deliveries(ctx, []int64{2}, nil, d); err != nil {
+		t.Fatal(err)
+	}
+	got := d[2]
+	got.Status, got.DeliveredAt, got.Price = campaign.Delivered, now.UnixMilli(), campaign.Pricing{Parts: 1, Charge: &charge}
+	for range 2 { // saved twice: the first pricing stays, nothing is summed twice
+		if err := s.SaveDeliveries(ctx, nil, []reconcile.Delivery{got}, now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if p, err = s.Parts(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if p.BilledRows != 1 || p.BilledParts != 1 || p.Charged != charge {
+		t.Fatalf("billed = %+v, want 1 row, 1 part, $%v", p, charge)
+	}
+}

@@ -130,7 +130,7 @@ func CheckpointSuite(t *testing.T, open Open) {
 			t.Fatalf("jobs = %+v, want costs 3 and 1 (the rows' parts), no throttles", jobs)
 		}
 		for try := 1; try <= 2; try++ {
-			record(t, cp, Result(1, engine.OutcomeThrottled, now, now.Add(time.Duration(try)*time.Second)))
+			record(t, cp, Throttled(1, now, now.Add(time.Duration(try)*time.Second)))
 			st, _ := probe.State(1)
 			if st.Status != campaign.Pending || st.Attempts != 0 || st.Throttles != try || st.Code != 429 {
 				t.Fatalf("after throttle %d: %+v, want pending, 0 attempts, %d throttles, code 429", try, st, try)
@@ -257,8 +257,7 @@ func CheckpointSuite(t *testing.T, open Open) {
 	})
 }
 
-// Result is a throttled-like result of row at at, due again at next: the
-// code and title of a throttle.
-func Result(row int64, o engine.Outcome, at, next time.Time) engine.Result {
-	return engine.Result{Row: row, Outcome: o, Code: 429, Title: "throttled", NextAt: next, At: at}
+// Throttled is a throttled try of row at at, due again at next.
+func Throttled(row int64, at, next time.Time) engine.Result {
+	return engine.Result{Row: row, Outcome: engine.OutcomeThrottled, Code: 429, Title: "throttled", NextAt: next, At: at}
 }
