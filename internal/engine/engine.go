@@ -94,8 +94,11 @@ type Result struct {
 	Code    int
 	Title   string
 	Reason  string // failed: campaign.SendError.Reason
-	NextAt  time.Time
-	At      time.Time
+	// Throttled: the answer was a throttle; a failed row counts it among
+	// its throttled tries (OutcomeThrottled always does).
+	Throttled bool
+	NextAt    time.Time
+	At        time.Time
 }
 
 // Config is what a run needs. Zero values take the defaults noted.
@@ -555,11 +558,11 @@ func (e *Engine) outcome(j Job, rc campaign.Receipt, err error, now time.Time) R
 		e.throttled.Add(1)
 		e.pacer.Throttled(j.Sender, now)
 		// Not the recipient's fault: the attempt does not count.
-		r.Outcome, r.NextAt = OutcomeThrottled, now
+		r.Outcome, r.NextAt, r.Throttled = OutcomeThrottled, now, true
 		if tries := j.Throttles + 1; e.cfg.ThrottleTries > 0 {
 			if tries >= e.cfg.ThrottleTries {
 				e.failed.Add(1)
-				r.Outcome, r.Reason = OutcomeFailed, campaign.FailThrottleExhausted
+				r.Outcome, r.Reason, r.Throttled = OutcomeFailed, campaign.FailThrottleExhausted, true
 				r.Title = fmt.Sprintf("%s (throttled %d times)", r.Title, tries)
 				return r
 			}

@@ -838,8 +838,8 @@ func TestThrottleTries(t *testing.T) {
 			}
 			st, _ := cp.State(row)
 			switch {
-			case row%2 == 0 && (st.Reason != campaign.FailThrottleExhausted || st.Throttles != 4 || !strings.Contains(st.Title, "throttled 5 times")):
-				t.Errorf("row %d = %+v, want failed throttle_exhausted after 4 recorded throttles and a title saying 5", row, st)
+			case row%2 == 0 && (st.Reason != campaign.FailThrottleExhausted || st.Throttles != 5 || !strings.Contains(st.Title, "throttled 5 times")):
+				t.Errorf("row %d = %+v, want failed throttle_exhausted after 5 recorded throttles", row, st)
 			case row%2 == 1 && (st.Status != campaign.Sent || st.Throttles != 4):
 				t.Errorf("row %d = %+v, want sent after 4 throttles", row, st)
 			}

@@ -121,7 +121,7 @@ func (s *Store) Record(ctx context.Context, results []engine.Result) (err error)
 	// Each statement takes the arguments it names, in this order.
 	stmts := map[engine.Outcome]string{
 		engine.OutcomeSent:    `UPDATE recipients SET status = 'sent', wamid = ?, held = ?, sent_at = ?, updated_at = ?, error_code = NULL, error_title = NULL, fail_reason = NULL WHERE row = ? AND status = 'sending'`,
-		engine.OutcomeFailed:  `UPDATE recipients SET status = 'failed', error_code = ?, error_title = ?, fail_reason = ?, updated_at = ? WHERE row = ? AND status = 'sending'`,
+		engine.OutcomeFailed:  `UPDATE recipients SET status = 'failed', error_code = ?, error_title = ?, fail_reason = ?, throttles = throttles + ?, updated_at = ? WHERE row = ? AND status = 'sending'`,
 		engine.OutcomeRetry:   `UPDATE recipients SET status = 'pending', error_code = ?, error_title = ?, next_at = ?, updated_at = ? WHERE row = ? AND status = 'sending'`,
 		engine.OutcomeInDoubt: `UPDATE recipients SET status = 'in_doubt', error_code = ?, error_title = ?, updated_at = ? WHERE row = ? AND status = 'sending'`,
 		engine.OutcomeRelease: `UPDATE recipients SET status = 'pending', attempts = attempts - 1, next_at = ?, updated_at = ? WHERE row = ? AND status = 'sending'`,
@@ -148,7 +148,7 @@ func (s *Store) Record(ctx context.Context, results []engine.Result) (err error)
 		case engine.OutcomeSent:
 			args = []any{r.WAMID, r.Held, ms(r.At), ms(r.At), r.Row}
 		case engine.OutcomeFailed:
-			args = []any{code, nullString(r.Title), nullString(r.Reason), ms(r.At), r.Row}
+			args = []any{code, nullString(r.Title), nullString(r.Reason), r.Throttled, ms(r.At), r.Row}
 		case engine.OutcomeInDoubt:
 			args = []any{code, nullString(r.Title), ms(r.At), r.Row}
 		case engine.OutcomeRetry, engine.OutcomeThrottled:

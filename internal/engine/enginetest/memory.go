@@ -102,6 +102,9 @@ func (m *Memory) Record(ctx context.Context, results []engine.Result) error {
 			s.Status, s.WAMID, s.Held, s.Code, s.Title = campaign.Sent, r.WAMID, r.Held, 0, ""
 		case engine.OutcomeFailed:
 			s.Status, s.Code, s.Title, s.Reason = campaign.Failed, r.Code, r.Title, r.Reason
+			if r.Throttled {
+				s.Throttles++
+			}
 		case engine.OutcomeRetry:
 			s.Status, s.Code, s.Title, s.NextAt = campaign.Pending, r.Code, r.Title, ms(r.NextAt)
 		case engine.OutcomeInDoubt:
