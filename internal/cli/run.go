@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
@@ -402,10 +403,20 @@ func (o *runOptions) send(ctx, runCtx context.Context, ios *IO, st *store.Store,
 // where the requests go, for the log.
 func (o *runOptions) drive(ctx, runCtx context.Context, ios *IO, st *store.Store, counts campaign.Counts, cfg engine.Config, api string) error {
 	eng := engine.New(cfg)
+	// The campaign's history: this run, and every request it makes.
+	bi, _ := debug.ReadBuildInfo()
+	run, err := st.BeginRun(runCtx, store.Run{StartedAt: time.Now(), PID: os.Getpid(), Version: versionOf(bi).Version,
+		Rate: cfg.Rate, Senders: cfg.Senders})
+	if err != nil {
+		return err
+	}
 	o.log.Info("sending", "rows", counts.Pending, "senders", len(cfg.Senders), "rate_per_sender", cfg.Rate, "api", api)
 	prog := startProgress(ios, eng, counts, o.progressEvery)
 	runErr := eng.Run(runCtx)
 	prog.stop()
+	if err := st.EndRun(ctx, run, time.Now()); err != nil {
+		return errors.Join(runErr, err)
+	}
 
 	if until := eng.RestUntil(); until.After(time.Now()) {
 		// Rows the run never claimed are due now: keep the rest for them.

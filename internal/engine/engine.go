@@ -99,6 +99,33 @@ type Result struct {
 	Throttled bool
 	NextAt    time.Time
 	At        time.Time
+	// Attempt is the request that led to this result; its At is zero when
+	// no request was made (a row released by a rest or a stop).
+	Attempt Attempt
+}
+
+// Attempt is one request to the provider, as the attempts record and
+// metrics see it.
+type Attempt struct {
+	Row     int64
+	Sender  string
+	At      time.Time     // when the request left
+	Latency time.Duration // until its answer came, or it was given up
+	Class   string        // "accepted", or the campaign.Class of the error ("throttled", "in doubt"…)
+	Code    int           // the provider's error code; 0 for none
+}
+
+// Accepted is the Class of an attempt the provider accepted.
+const Accepted = "accepted"
+
+// Observer is told what a run does as it happens, for metrics. Its
+// methods are called from many goroutines at once and must not block.
+type Observer interface {
+	// Attempted: a request was answered (or given up).
+	Attempted(a Attempt)
+	// Waited: a request of sender waited d for a slot in flight and its
+	// pacer before it left.
+	Waited(sender string, d time.Duration)
 }
 
 // Config is what a run needs. Zero values take the defaults noted.
@@ -130,7 +157,8 @@ type Config struct {
 	Unreachable  int            // consecutive never-sent errors that stop the run; default 50
 	Jitter       func() float64 // uniform in [0,1) for backoff jitter; default math/rand/v2
 
-	Log *slog.Logger
+	Observer Observer // nil: none
+	Log      *slog.Logger
 }
 
 // FatalError stops a run: the provider refused in a way no retry fixes.
@@ -228,6 +256,9 @@ func New(cfg Config) *Engine {
 	}
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Observer == nil {
+		cfg.Observer = noObserver{}
 	}
 	total := cfg.Rate * float64(len(cfg.Senders))
 	return &Engine{
@@ -370,6 +401,8 @@ func (e *Engine) slot(ctx context.Context, sender string, cost int) bool {
 	if !e.RestUntil().IsZero() {
 		return false
 	}
+	start := time.Now()
+	defer func() { e.cfg.Observer.Waited(sender, time.Since(start)) }()
 	// The slot in flight first, then the pacer's send slot: booked the
 	// other way round, a send held up by the gate would leave late and the
 	// next one at once, two requests back to back.
@@ -515,8 +548,38 @@ func (e *Engine) send(ctx context.Context, j Job, sends *sync.WaitGroup) {
 	rc, err := e.cfg.Sender.Send(ctx, msg)
 	now := time.Now()
 	e.gate.release(now.Sub(start))
-	e.results <- done{Result: e.outcome(j, rc, err, now), sender: j.Sender}
+	r := e.outcome(j, rc, err, now)
+	r.Attempt = Attempt{Row: j.Row, Sender: j.Sender, At: start, Latency: now.Sub(start), Class: Accepted}
+	if err != nil {
+		r.Attempt.Class, r.Attempt.Code = classOf(err)
+	}
+	e.cfg.Observer.Attempted(r.Attempt)
+	e.results <- done{Result: r, sender: j.Sender}
 }
+
+// classOf is how an attempt's error is recorded: its class and code.
+func classOf(err error) (string, int) {
+	var se *campaign.SendError
+	if !errors.As(err, &se) {
+		return campaign.Unanswered.String(), 0
+	}
+	return se.Class.String(), se.Code
+}
+
+// Rates returns the pace each sender number is sent at now, per second
+// (after slow-downs; headroom included); +Inf when unlimited.
+func (e *Engine) Rates() map[string]float64 {
+	out := make(map[string]float64, len(e.cfg.Senders))
+	for _, s := range e.cfg.Senders {
+		out[s] = e.pacer.Rate(s)
+	}
+	return out
+}
+
+type noObserver struct{}
+
+func (noObserver) Attempted(Attempt)            {}
+func (noObserver) Waited(string, time.Duration) {}
 
 // outcome decides what becomes of a row from the answer to its request.
 func (e *Engine) outcome(j Job, rc campaign.Receipt, err error, now time.Time) Result {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/bulksend/bulksend/internal/engine"
@@ -160,6 +161,9 @@ func (s *Store) Record(ctx context.Context, results []engine.Result) (err error)
 			return fmt.Errorf("record row %d: %w", r.Row, err)
 		}
 	}
+	if err := s.recordAttempts(ctx, tx, results); err != nil {
+		return err
+	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("record results: %w", err)
 	}
@@ -188,4 +192,140 @@ func (s *Store) Defer(ctx context.Context, until time.Time) (_ int64, err error)
 		return 0, fmt.Errorf("defer pending rows: %w", err)
 	}
 	return res.RowsAffected()
+}
+
+// Run is what a run records of itself in the checkpoint's history.
+type Run struct {
+	ID        int64
+	StartedAt time.Time
+	EndedAt   time.Time // zero: running, or killed
+	PID       int
+	Version   string
+	Rate      float64
+	Senders   []string
+}
+
+// BeginRun records that a run begins; the attempts Record writes from now
+// on are this run's.
+func (s *Store) BeginRun(ctx context.Context, r Run) (_ int64, err error) {
+	defer full(&err)
+	senders, err := json.Marshal(r.Senders)
+	if err != nil {
+		return 0, err
+	}
+	res, err := s.db.ExecContext(ctx, `INSERT INTO runs(started_at, pid, version, rate, senders) VALUES (?, ?, ?, ?, ?)`,
+		ms(r.StartedAt), r.PID, r.Version, r.Rate, string(senders))
+	if err != nil {
+		return 0, fmt.Errorf("record the run: %w", err)
+	}
+	id, err := res.LastInsertId()
+	if err != nil {
+		return 0, fmt.Errorf("record the run: %w", err)
+	}
+	s.run.Store(id)
+	return id, nil
+}
+
+// EndRun records that run id ended at.
+func (s *Store) EndRun(ctx context.Context, id int64, at time.Time) (err error) {
+	defer full(&err)
+	if _, err := s.db.ExecContext(ctx, `UPDATE runs SET ended_at = ? WHERE id = ?`, ms(at), id); err != nil {
+		return fmt.Errorf("record the end of the run: %w", err)
+	}
+	return nil
+}
+
+// attemptsBatch is how many attempts one INSERT writes.
+const attemptsBatch = 128
+
+// recordAttempts writes the attempts of results (those with a request) in
+// tx, attemptsBatch rows per statement.
+func (s *Store) recordAttempts(ctx context.Context, tx *sql.Tx, results []engine.Result) error {
+	run := s.run.Load()
+	const one = "(?,?,?,?,?,?,?),"
+	args := make([]any, 0, 7*min(len(results), attemptsBatch))
+	flush := func() error {
+		if len(args) == 0 {
+			return nil
+		}
+		q := `INSERT INTO attempts(run, row, sender, at, latency_us, class, code) VALUES ` + strings.TrimSuffix(strings.Repeat(one, len(args)/7), ",")
+		_, err := tx.ExecContext(ctx, q, args...)
+		args = args[:0]
+		return err
+	}
+	for _, r := range results {
+		a := r.Attempt
+		if a.At.IsZero() {
+			continue
+		}
+		args = append(args, run, a.Row, a.Sender, ms(a.At), a.Latency.Microseconds(), a.Class, sql.NullInt64{Int64: int64(a.Code), Valid: a.Code != 0})
+		if len(args) == 7*attemptsBatch {
+			if err := flush(); err != nil {
+				return fmt.Errorf("record attempts: %w", err)
+			}
+		}
+	}
+	if err := flush(); err != nil {
+		return fmt.Errorf("record attempts: %w", err)
+	}
+	return nil
+}
+
+// AttemptRow is one request as the attempts record holds it.
+type AttemptRow struct {
+	Run     int64
+	Row     int64
+	Sender  string
+	At      time.Time
+	Latency time.Duration
+	Class   string
+	Code    int
+}
+
+// EachAttempt calls fn for every attempt recorded, in the order they
+// left, streaming.
+func (s *Store) EachAttempt(ctx context.Context, fn func(AttemptRow) error) error {
+	rows, err := s.db.QueryContext(ctx, `SELECT run, row, sender, at, latency_us, class, COALESCE(code, 0) FROM attempts ORDER BY at, rowid`)
+	if err != nil {
+		return fmt.Errorf("read attempts: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var a AttemptRow
+		var at, us int64
+		if err := rows.Scan(&a.Run, &a.Row, &a.Sender, &at, &us, &a.Class, &a.Code); err != nil {
+			return fmt.Errorf("read attempts: %w", err)
+		}
+		a.At, a.Latency = time.UnixMilli(at), time.Duration(us)*time.Microsecond
+		if err := fn(a); err != nil {
+			return err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("read attempts: %w", err)
+	}
+	return nil
+}
+
+// Runs returns the runs recorded, oldest first.
+func (s *Store) Runs(ctx context.Context) ([]Run, error) {
+	var out []Run
+	err := s.query(ctx, `SELECT id, started_at, COALESCE(ended_at, 0), pid, version, rate, senders FROM runs ORDER BY id`, func(rows *sql.Rows) error {
+		var r Run
+		var started, ended int64
+		var senders string
+		if err := rows.Scan(&r.ID, &started, &ended, &r.PID, &r.Version, &r.Rate, &senders); err != nil {
+			return err
+		}
+		r.StartedAt = time.UnixMilli(started)
+		if ended != 0 {
+			r.EndedAt = time.UnixMilli(ended)
+		}
+		if err := json.Unmarshal([]byte(senders), &r.Senders); err != nil {
+			return fmt.Errorf("run %d: senders: %w", r.ID, err)
+		}
+		out = append(out, r)
+		return nil
+	})
+	return out, err
 }

@@ -78,6 +78,30 @@ var migrations = []string{
 	ALTER TABLE recipients ADD COLUMN throttles INTEGER NOT NULL DEFAULT 0;
 	ALTER TABLE recipients ADD COLUMN billed_parts INTEGER;
 	ALTER TABLE recipients ADD COLUMN charged REAL;`,
+
+	// 5: the campaign's history (issue 13). runs: one row per run that
+	// sent, with when it began and ended (NULL: it is running, or it was
+	// killed) and what it was given. attempts: every request to the
+	// provider, written with the results it led to (same transaction):
+	// when it left, how long its answer took, and how it was classed.
+	`CREATE TABLE runs (
+		id         INTEGER PRIMARY KEY,
+		started_at INTEGER NOT NULL,
+		ended_at   INTEGER,
+		pid        INTEGER NOT NULL,
+		version    TEXT NOT NULL,
+		rate       REAL NOT NULL,
+		senders    TEXT NOT NULL -- JSON array
+	);
+	CREATE TABLE attempts (
+		run        INTEGER NOT NULL,
+		row        INTEGER NOT NULL,
+		sender     TEXT NOT NULL,
+		at         INTEGER NOT NULL, -- Unix ms, when the request left
+		latency_us INTEGER NOT NULL,
+		class      TEXT NOT NULL,    -- engine.Accepted or a campaign.Class
+		code       INTEGER           -- the provider's error code, NULL for none
+	);`,
 }
 
 // legacySkipKind reads a skip reason's kind off its wording, as releases

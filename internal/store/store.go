@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -40,6 +41,8 @@ type Store struct {
 
 	// Prepared once: a claim runs ten times a second per sender number.
 	claimSelect, claimUpdate *sql.Stmt
+
+	run atomic.Int64 // the run BeginRun recorded: its attempts are its; 0 before
 }
 
 // Open opens the checkpoint at path, creating it (mode 0600: it holds phone

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -516,5 +517,63 @@ func TestSMSRowsReport(t *testing.T) {
 	}
 	if p.BilledRows != 1 || p.BilledParts != 1 || p.Charged != charge {
 		t.Fatalf("billed = %+v, want 1 row, 1 part, $%v", p, charge)
+	}
+}
+
+// TestAttemptsRecord: every request is recorded with the results it led
+// to, under the run that made it; a row released without a request is
+// not an attempt; the record survives a second run.
+func TestAttemptsRecord(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t, Row{Row: 1, Line: 2, Phone: "+447700900001", Sender: "A"}, Row{Row: 2, Line: 3, Phone: "+447700900002", Sender: "A"})
+	now := time.UnixMilli(1_750_000_000_000)
+	run1, err := s.BeginRun(ctx, Run{StartedAt: now, PID: 42, Version: "test", Rate: 80, Senders: []string{"A"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Claim(ctx, "A", now, 10); err != nil {
+		t.Fatal(err)
+	}
+	at := now.Add(10 * time.Millisecond)
+	if err := s.Record(ctx, []engine.Result{
+		{Row: 1, Outcome: engine.OutcomeRetry, Code: 131000, Title: "x", NextAt: now, At: at,
+			Attempt: engine.Attempt{Row: 1, Sender: "A", At: now, Latency: 1500 * time.Microsecond, Class: "transient", Code: 131000}},
+		{Row: 2, Outcome: engine.OutcomeRelease, NextAt: now, At: at}, // never sent
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.EndRun(ctx, run1, at); err != nil {
+		t.Fatal(err)
+	}
+	run2, err := s.BeginRun(ctx, Run{StartedAt: at, PID: 43, Version: "test", Rate: 80, Senders: []string{"A"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Claim(ctx, "A", at, 10); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Record(ctx, []engine.Result{
+		{Row: 1, Outcome: engine.OutcomeSent, WAMID: "w1", At: at, Attempt: engine.Attempt{Row: 1, Sender: "A", At: at, Latency: 80 * time.Millisecond, Class: engine.Accepted}},
+		{Row: 2, Outcome: engine.OutcomeSent, WAMID: "w2", At: at, Attempt: engine.Attempt{Row: 2, Sender: "A", At: at.Add(time.Millisecond), Latency: 90 * time.Millisecond, Class: engine.Accepted}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	if err := s.EachAttempt(ctx, func(a AttemptRow) error {
+		got = append(got, fmt.Sprintf("run%d row%d %s %s %v #%d", a.Run-run1+1, a.Row, a.At.Sub(now), a.Class, a.Latency, a.Code))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"run1 row1 0s transient 1.5ms #131000", "run2 row1 10ms accepted 80ms #0", "run2 row2 11ms accepted 90ms #0"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("attempts\n got %q\nwant %q", got, want)
+	}
+	runs, err := s.Runs(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(runs) != 2 || runs[0].ID != run1 || !runs[0].EndedAt.Equal(at) || runs[1].ID != run2 || !runs[1].EndedAt.IsZero() || runs[1].PID != 43 {
+		t.Fatalf("runs = %+v", runs)
 	}
 }
