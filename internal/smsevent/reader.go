@@ -1,25 +1,29 @@
 package smsevent
 
 import (
+	"bufio"
 	"bytes"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"regexp"
 )
 
 // Reader reads SMS events from a log (see the package comment for its
 // forms). CRLF line ends, blank lines and a leading UTF-8 byte-order mark
 // are fine.
 //
-// Records. A '{' starts a record that ends at its matching '}', found by a
-// byte scan that tracks strings and brackets; it may span lines or share
-// one with other records. Between records, '[', ']' and ',' are skipped,
-// so the elements of a JSON array are records like any other. A line that
-// starts with a date-time (2026-11-30T10:00:00.000Z, with optional
-// fraction and zone, 'T' or a space in the middle), then blanks and '{',
-// optionally with one word (a log stream) and blanks before the '{', is a
-// CloudWatch Logs line: its record is the object after the prefix.
-// Anything else, such as a log line, a bare number or string, is one
-// invalid record together with the rest of its line.
+// Records. Between records, blanks, line ends and the separators '[', ']'
+// and ',' are skipped, so the elements of a JSON array are records like
+// any other. A '{' starts a record, which encoding/json reads to its end:
+// it may span lines or share one with other records. A line that starts
+// with a date-time (2026-11-30T10:00:00.000Z, with optional fraction and
+// zone, 'T' or a space in the middle), then blanks and '{', optionally
+// with one word (a log stream) and blanks before the '{', is a CloudWatch
+// Logs line: its record is the object after the prefix. Anything else,
+// such as a log line, a bare number or string, is one invalid record
+// together with the rest of its line.
 //
 // A record is decoded as JSON. It is an event when it is an object whose
 // eventType starts with "TEXT_", or an SNS notification (Type
@@ -37,22 +41,21 @@ import (
 // reconcile uses; any other field of the wrong type is read as absent: a
 // price that is not a non-negative number (or a string holding one) below a
 // million dollars, parts that are not a whole number. null is absent
-// everywhere. Keys match exactly; when a key repeats, the last one wins, as
-// in encoding/json.
+// everywhere. Keys match exactly; when a key repeats, the last one wins.
 //
-// Recovery. An object whose brackets cannot balance is broken where that
-// shows: at a newline inside a string, at a '{' or '[' where no value can
-// start (after a complete value, as when a record was cut short and the
-// next one follows it), at a closing bracket that does not match, or at
-// the end of the log. It is one invalid record. It may have swallowed an
-// intact record, so reading goes back to the line, after its first, that
-// starts with '{' indented no deeper than its first line and whose value
-// closed last before the break; without one, reading resumes at the break
-// (the rest of its line is skipped when the break is a closing bracket).
-// Going back never goes before the previous going back's break, so that
-// reading takes time linear in the log's size however it is broken. A
-// record longer than MaxRecord is scanned to its end or break without
-// being kept, and never gone back into.
+// Recovery. A record never runs into a line that starts another: a line
+// whose first non-blank byte is a '{' or '[' indented no deeper than the
+// first line of the record, or a CloudWatch Logs line. A record still open
+// there was cut short (as when a Firehose delivery failed half-way and was
+// retried): it is invalid, and reading goes on at that line. A record that
+// is not JSON is invalid and reading goes on where the decoder found it
+// broken, if that is a '{' (the record was cut short and the next one
+// follows it on the line); otherwise the rest of it is skipped, up to the
+// next '{' that follows a '}' on a line (blanks between: where
+// concatenated records meet) or the next line that starts a record. A
+// record longer than MaxRecord is skipped the same way from its
+// MaxRecord-th byte on, without being kept. Only the first 600 bytes of a
+// line are looked at to tell whether it starts a record.
 //
 // Numbers (Event.Line, Counts.FirstInvalid): a record is numbered by the
 // physical line, 1-based, on which it starts.
@@ -60,35 +63,46 @@ import (
 // A Reader is not safe for concurrent use. Its zero value is not usable:
 // create one with NewReader.
 type Reader struct {
-	src     io.Reader
-	buf     []byte
-	r, w    int   // buf[r:w] is read but not consumed
-	off     int64 // offset in the log of buf[0]
-	eof     bool  // src said io.EOF
-	readErr error // src failed; returned when reading reaches it
-	max     int   // longest record decoded (MaxRecord; tests lower it)
+	br  *bufio.Reader
+	dec *json.Decoder // reads records through feed; replaced after an error, which it keeps
+	max int           // longest record decoded (MaxRecord; tests lower it)
+	rec fields        // the record dec decodes into
 
-	started bool  // the byte-order-mark check has been done
-	line    int   // physical line of buf[r], 1-based
-	bol     bool  // buf[r] is at the start of its line, after blanks at most
-	indent  int   // blanks before buf[r] on its line, when bol
-	horizon int64 // offset in the log of the last break gone back from
+	// The log is read in pieces: a line, or the first or next bufio
+	// buffer's worth of a longer one (bufio.Reader.ReadSlice).
+	piece  []byte
+	pos    int  // piece[pos:] is not read yet
+	head   bool // piece starts its line
+	eol    bool // piece ends its line
+	line   int  // piece's line, 1-based
+	indent int  // blanks at the start of piece's line (all of piece when it is all blanks)
+	base   int  // indent of the first line of the record dec decodes
+	fed    int  // bytes of that record given to dec
 
-	stack   []uint64 // scan's open brackets, one bit per level: 1 for '['
-	prevSig byte     // last non-blank byte scan dropped
-	cands   []cand   // lookBack's open candidate lines
-
-	p      parser
-	err    error // sticky: io.EOF or the read error
+	err    error // sticky: io.EOF or the read error, once reading hit it
+	failed error // sticky: what Next returns
 	counts Counts
 }
 
+// lineHead is how much of a line's start is looked at to tell whether it
+// starts a record: blanks, a date-time, a log stream's name (at most 512
+// bytes) and blanks.
+const lineHead = 600
+
+// errTooLong is what feed says of a record that goes on past MaxRecord
+// bytes.
+var errTooLong = errors.New("record too long")
+
 // NewReader returns a Reader of the SMS event log r. The log must not be
 // compressed: webhook.Open decompresses.
-func NewReader(r io.Reader) *Reader {
-	rd := &Reader{src: r, buf: make([]byte, 64<<10), max: MaxRecord, line: 1, bol: true}
-	rd.p.seen.m = make(map[string]string)
-	return rd
+func NewReader(r io.Reader) *Reader { return newReader(r, 64<<10, MaxRecord) }
+
+// newReader is NewReader with a read buffer of size bytes (at least
+// lineHead) and records of at most limit bytes.
+func newReader(src io.Reader, size, limit int) *Reader {
+	r := &Reader{br: bufio.NewReaderSize(src, max(size, lineHead)), max: limit, rec: fields{}, eol: true}
+	r.dec = json.NewDecoder((*feed)(r))
+	return r
 }
 
 // Next returns the next event of the log. Records that are not events
@@ -97,17 +111,17 @@ func NewReader(r io.Reader) *Reader {
 // gzip stream) it returns that error, wrapped. Either is returned again by
 // every later call.
 func (r *Reader) Next() (Event, error) {
-	for r.err == nil {
+	for r.failed == nil {
 		ev, ok, err := r.step()
 		if err != nil {
-			r.err = err
+			r.failed = err
 			break
 		}
 		if ok {
 			return ev, nil
 		}
 	}
-	return Event{}, r.err
+	return Event{}, r.failed
 }
 
 // Counts returns what the Reader has counted so far.
@@ -117,454 +131,182 @@ func (r *Reader) Counts() Counts {
 	return c
 }
 
-// step consumes at most one record; ok says it was an event.
-func (r *Reader) step() (ev Event, ok bool, err error) {
-	if !r.started {
-		r.started = true
-		r.skipBOM()
-	}
+// step reads at most one record; ok says it was an event.
+func (r *Reader) step() (Event, bool, error) {
 	c, err := r.skipSpace()
 	if err != nil {
 		return Event{}, false, err
 	}
-	if c == '{' {
-		return r.object()
-	}
-	if r.bol && isDigit(c) {
-		if n := r.prefix(); n > 0 {
-			r.consume(n) // the next step reads the object after it
-			return Event{}, false, nil
+	if r.head && r.pos == blanks(r.piece) && isDigit(c) {
+		if i := prefix(r.piece); i >= 0 {
+			r.pos, c = i, '{'
 		}
 	}
-	r.count(kindInvalid, r.line)
-	return Event{}, false, r.skipLine()
+	if c != '{' {
+		r.count(kindInvalid, r.line)
+		return Event{}, false, r.skipLine()
+	}
+	return r.record()
 }
 
-// object reads the record starting with the '{' at buf[r].
-func (r *Reader) object() (Event, bool, error) {
-	line, indent := r.line, 0
-	if r.bol {
-		indent = r.indent
-	}
-	r.bol = false
-	// Most records are whole in buf and valid: decoding one finds its end
-	// too. Anything else is left to scan, which finds where it ends or
-	// breaks, reading more of the log as it needs.
-	if ev, k, n, ok := r.p.decodeFirst(r.buf[r.r:r.w], line); ok && n <= r.max {
-		r.consume(n)
+// record reads the record that starts with the '{' at piece[pos].
+func (r *Reader) record() (Event, bool, error) {
+	line := r.line
+	r.base, r.fed = r.indent, 0
+	start := r.dec.InputOffset()
+	clear(r.rec)
+	err := r.dec.Decode(&r.rec)
+	if err == nil {
+		// feed stops at each '}': dec holds nothing past the record,
+		// which ends at piece[pos].
+		ev, k := r.rec.event(line, false)
 		r.count(k, line)
 		return ev, k == kindEvent, nil
 	}
-	n, broke, dropped, err := r.scan()
-	if err != nil {
-		return Event{}, false, err
+	if err == r.err && err != io.EOF {
+		return Event{}, false, err // reading the log failed
 	}
-	if broke {
-		r.broken(line, indent, n, dropped)
-		return Event{}, false, nil
-	}
-	if dropped || n > r.max {
-		r.count(kindInvalid, line)
-		r.consume(n)
-		return Event{}, false, nil
-	}
-	ev, k := r.p.decode(r.buf[r.r:r.r+n], line)
-	r.consume(n)
-	r.count(k, line)
-	return ev, k == kindEvent, nil
-}
-
-// scan finds the end of the object at buf[r] by tracking strings and
-// brackets: n is its length, or where it broke (see Reader) when broke is
-// true. dropped says it grew longer than max and its start is gone.
-func (r *Reader) scan() (n int, broke, dropped bool, err error) {
-	var (
-		off   int // bytes of buf[r:w] scanned
-		depth int // brackets open
-		inStr bool
-		esc   bool
-	)
-	for {
-		d := r.buf[r.r:r.w]
-		i := off
-		for i < len(d) {
-			c := d[i]
-			if inStr {
-				switch {
-				case c == '\n':
-					return i, true, dropped, nil // a JSON string holds no newline
-				case esc:
-					esc = false
-				case c == '"':
-					inStr = false
-				case c == '\\':
-					esc = true
-				default:
-					i++
-					for i < len(d) && plainString[d[i]] {
-						i++
-					}
-					continue
-				}
-				i++
-				continue
-			}
-			if plainValue[c] {
-				i++
-				for i < len(d) && plainValue[d[i]] {
-					i++
-				}
-				continue
-			}
-			switch c {
-			case '"':
-				inStr = true
-			case '{', '[':
-				// Past maxDepth brackets are only counted: the record is
-				// invalid anyway.
-				if depth > 0 && depth <= maxDepth && !r.canOpen(d, i, r.inArray(depth)) {
-					return i, true, dropped, nil
-				}
-				if depth < maxDepth {
-					r.push(depth, c == '[')
-				}
-				depth++
-			default: // '}', ']'
-				if depth <= maxDepth && r.inArray(depth) != (c == ']') {
-					return i, true, dropped, nil
-				}
-				depth--
-				if depth == 0 {
-					return i + 1, false, dropped, nil
-				}
-			}
-			i++
-		}
-		off = len(d)
-		if off > r.max {
-			// Too long to decode: scan on for its end, dropping what is
-			// scanned, so that the buffer stays within max+1 bytes.
-			if j := lastNonSpace(d); j >= 0 {
-				r.prevSig = d[j]
-			}
-			r.consume(off)
-			dropped, off = true, 0
-		}
-		if !r.fill() {
-			if r.readErr != nil {
-				return 0, false, dropped, r.readErr
-			}
-			return off, true, dropped, nil // cut short by the end of the log
-		}
-	}
-}
-
-// Byte classes for scan: plainValue[c] needs no attention outside
-// strings, plainString[c] none inside.
-var plainValue, plainString [256]bool
-
-func init() {
-	for c := range 256 {
-		switch c {
-		case '"', '{', '}', '[', ']':
-		default:
-			plainValue[c] = true
-		}
-		switch c {
-		case '"', '\\', '\n':
-		default:
-			plainString[c] = true
-		}
-	}
-}
-
-// inArray reports whether the innermost of depth (at most maxDepth) open
-// brackets is a '['.
-func (r *Reader) inArray(depth int) bool {
-	d := depth - 1
-	return r.stack[d/64]&(1<<(d%64)) != 0
-}
-
-// push records the bracket opened at depth (0 for the outermost).
-func (r *Reader) push(depth int, array bool) {
-	for depth/64 >= len(r.stack) {
-		r.stack = append(r.stack, 0)
-	}
-	bit := uint64(1) << (depth % 64)
-	if array {
-		r.stack[depth/64] |= bit
-	} else {
-		r.stack[depth/64] &^= bit
-	}
-}
-
-// canOpen reports whether a value may start at d[i], inside an array or
-// an object: only after ':' in an object, or after '[' or ',' in an array.
-// This is what shows a record that runs into the next one as broken.
-func (r *Reader) canOpen(d []byte, i int, inArray bool) bool {
-	j := i - 1
-	for j >= 0 && isSpace(d[j]) {
-		j--
-	}
-	p := r.prevSig // d[0] is not the record's '{': its start was dropped
-	if j >= 0 {
-		p = d[j]
-	}
-	if inArray {
-		return p == '[' || p == ','
-	}
-	return p == ':'
-}
-
-// broken handles an object, started on line at indentation indent, that
-// scan found broken b bytes into buf[r:]: it counts one invalid record and
-// leaves buf[r] where reading resumes (see Reader).
-func (r *Reader) broken(line, indent, b int, dropped bool) {
 	r.count(kindInvalid, line)
-	d := r.buf[r.r:r.w]
-	if !dropped {
-		from := max(0, int(r.horizon-r.off)-r.r)
-		if ls := r.lookBack(d, b, indent, from); ls > 0 {
-			r.horizon = r.off + int64(r.r+b)
-			r.consume(ls)
-			r.bol, r.indent = true, 0
-			return
+	r.dec = json.NewDecoder((*feed)(r))
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		// Cut short by the end of the log or by a line that starts a
+		// record: piece, whose start is yet to read.
+		return Event{}, false, nil
+	}
+	var syn *json.SyntaxError
+	if errors.As(err, &syn) {
+		// Byte k of the record broke it. dec reads all it has before it
+		// asks for more, so k is in piece, fed-k bytes before pos.
+		k := int(syn.Offset-start) - 1
+		r.pos -= r.fed - k
+		if r.piece[r.pos] == '{' {
+			return Event{}, false, nil
 		}
 	}
-	if b < len(d) && (d[b] == '}' || d[b] == ']') {
-		r.consume(b + 1)
-		r.skipLine() // an error here is met again by the next step
-		return
-	}
-	r.consumeTo(b)
+	return Event{}, false, r.skip() // errTooLong, or a syntax error
 }
 
-// cand is a line lookBack may go back to: where it starts, and the depth
-// of the brackets open before its '{'.
-type cand struct{ ls, depth int }
+// feed is the Reader as the io.Reader its Decoder reads: the record that
+// starts at piece[pos], up to a line that starts another (io.EOF), or
+// errTooLong past MaxRecord bytes. It gives at most up to the next '}' at
+// a time, so that the Decoder never holds what follows a record: a record
+// ends with a '}', and the Decoder reads on only until it has one.
+type feed Reader
 
-// lookBack returns where in d the line starts that broken goes back to for
-// an object broken at d[b], 0 if none: of the lines starting in d[from:],
-// after the object's first, whose first non-blank byte is a '{' at most
-// indent deep, the one whose value closed last before b. scan found no
-// break in d[:b]: strings hold no newline and brackets match.
-func (r *Reader) lookBack(d []byte, b, indent, from int) int {
-	var (
-		best, depth int
-		inStr, esc  bool
-	)
-	cands := r.cands[:0] // open, innermost last
-	for i := 0; i < b; i++ {
-		c := d[i]
-		if inStr {
-			switch {
-			case esc:
-				esc = false
-			case c == '"':
-				inStr = false
-			case c == '\\':
-				esc = true
-			}
-			continue
+func (f *feed) Read(p []byte) (int, error) {
+	r := (*Reader)(f)
+	if r.pos == len(r.piece) {
+		if err := r.next(); err != nil {
+			return 0, err
 		}
-		switch c {
-		case '"':
-			inStr = true
-		case '{', '[':
-			depth++
-		case '}', ']':
-			depth--
-			if n := len(cands); n > 0 && cands[n-1].depth == depth {
-				best, cands = cands[n-1].ls, cands[:n-1]
-			}
-		case '\n':
-			ls := i + 1
-			f := ls
-			for f < b && (d[f] == ' ' || d[f] == '\t' || d[f] == '\r') {
-				f++
-			}
-			if f < b && d[f] == '{' && f-ls <= indent && ls >= from {
-				cands = append(cands, cand{ls, depth})
-			}
+		if r.head && startsRecord(r.piece, r.base) {
+			return 0, io.EOF
 		}
 	}
-	r.cands = cands
-	return best
+	if r.fed == r.max {
+		return 0, errTooLong
+	}
+	d := r.piece[r.pos:]
+	if i := bytes.IndexByte(d, '}'); i >= 0 {
+		d = d[:i+1]
+	}
+	n := copy(p, d[:min(len(d), r.max-r.fed)])
+	r.pos += n
+	r.fed += n
+	return n, nil
 }
 
-// prefix returns the length of the CloudWatch Logs prefix (see Reader) at
-// buf[r], up to the '{' after it, or 0 if the line has none.
-func (r *Reader) prefix() int {
-	r.peek(600) // a date-time, a log stream's name (at most 512 bytes), blanks
-	d := r.buf[r.r:r.w]
-	if i := bytes.IndexByte(d, '\n'); i >= 0 {
-		d = d[:i]
-	}
-	n := dateTime(d)
-	if n == 0 {
-		return 0
-	}
-	if j := skipBlanks(d, n); j > n {
-		if j < len(d) && d[j] == '{' {
-			return j
-		}
-		// One word, the log stream: anything but blanks and '{'.
-		k := j
-		for k < len(d) && d[k] != ' ' && d[k] != '\t' && d[k] != '{' && d[k] != '\r' {
-			k++
-		}
-		if k > j {
-			if l := skipBlanks(d, k); l > k && l < len(d) && d[l] == '{' {
-				return l
-			}
-		}
-	}
-	return 0
-}
-
-// dateTime returns the length of the date-time that d starts with, 0 if
-// none: YYYY-MM-DD, 'T', 't' or ' ', hh:mm:ss, then an optional fraction
-// and an optional zone (Z, ±hh:mm or ±hhmm).
-func dateTime(d []byte) int {
-	const form = "dddd-dd-ddTdd:dd:dd"
-	if len(d) < len(form) {
-		return 0
-	}
-	for i := range len(form) {
-		switch c := d[i]; form[i] {
-		case 'd':
-			if !isDigit(c) {
-				return 0
-			}
-		case 'T':
-			if c != 'T' && c != 't' && c != ' ' {
-				return 0
-			}
-		default:
-			if c != form[i] {
-				return 0
-			}
-		}
-	}
-	n := len(form)
-	if n+1 < len(d) && d[n] == '.' && isDigit(d[n+1]) {
-		n += 2
-		for n < len(d) && isDigit(d[n]) {
-			n++
-		}
-	}
-	if n < len(d) && (d[n] == 'Z' || d[n] == 'z') {
-		return n + 1
-	}
-	if n < len(d) && (d[n] == '+' || d[n] == '-') {
-		z := d[n+1:]
-		switch {
-		case len(z) >= 5 && isDigit(z[0]) && isDigit(z[1]) && z[2] == ':' && isDigit(z[3]) && isDigit(z[4]):
-			return n + 6
-		case len(z) >= 4 && isDigit(z[0]) && isDigit(z[1]) && isDigit(z[2]) && isDigit(z[3]):
-			return n + 5
-		}
-		return 0
-	}
-	return n
-}
-
-// skipBlanks returns the index of the first byte of d from i on that is
-// not a space or a tab.
-func skipBlanks(d []byte, i int) int {
-	for i < len(d) && (d[i] == ' ' || d[i] == '\t') {
-		i++
-	}
-	return i
-}
-
-// skipBOM consumes a UTF-8 byte-order mark at the start of the log. A
-// read error is met again by what reads next.
-func (r *Reader) skipBOM() {
-	r.peek(3)
-	if bytes.HasPrefix(r.buf[r.r:r.w], []byte("\xef\xbb\xbf")) {
-		r.r += 3
-	}
-}
-
-// peek fills buf until it holds n bytes after r, the log ends, or buf
-// cannot hold more without outgrowing max+1 bytes.
-func (r *Reader) peek(n int) {
-	for r.w-r.r < n {
-		if r.r == 0 && r.w == len(r.buf) && len(r.buf) > r.max {
-			return
-		}
-		if !r.fill() {
-			return
-		}
-	}
-}
-
-// skipSpace consumes blanks, line ends and the separators '[', ']' and ','
-// and returns the byte after them, without consuming it.
+// skipSpace skips blanks, line ends and the separators '[', ']' and ','
+// and returns the byte after them, without reading it.
 func (r *Reader) skipSpace() (byte, error) {
 	for {
-		for r.r < r.w {
-			switch c := r.buf[r.r]; c {
-			case '\n':
-				r.line++
-				r.bol, r.indent = true, 0
-			case ' ', '\t', '\r':
-				r.indent++
+		for ; r.pos < len(r.piece); r.pos++ {
+			switch c := r.piece[r.pos]; c {
+			case ' ', '\t', '\r', '\n':
 			case '[', ']', ',':
-				r.bol = false
 			default:
 				return c, nil
 			}
-			r.r++
 		}
-		if !r.fill() {
-			return 0, r.endErr()
+		if err := r.next(); err != nil {
+			return 0, err
 		}
 	}
 }
 
-// skipLine consumes the rest of the current line and its '\n', without
-// keeping it.
+// skipLine skips the rest of the line.
 func (r *Reader) skipLine() error {
 	for {
-		if i := bytes.IndexByte(r.buf[r.r:r.w], '\n'); i >= 0 {
-			r.r += i + 1
-			r.line++
-			r.bol, r.indent = true, 0
+		r.pos = len(r.piece)
+		if r.eol {
 			return nil
 		}
-		r.r = r.w
-		r.bol = false
-		if !r.fill() {
-			return r.endErr()
+		if err := r.next(); err != nil {
+			return err
 		}
 	}
 }
 
-// consume consumes n bytes of buf[r:], which end in the middle of a line.
-func (r *Reader) consume(n int) {
-	r.line += bytes.Count(r.buf[r.r:r.r+n], nl)
-	r.r += n
-	r.bol = false
+// skip skips the rest of a broken record, from piece[pos] on: up to the
+// next '{' after a '}' on a line, blanks between, or the next line that
+// starts a record.
+func (r *Reader) skip() error {
+	closed := false // the last non-blank byte of the line was a '}'
+	for {
+		for ; r.pos < len(r.piece); r.pos++ {
+			switch r.piece[r.pos] {
+			case '}':
+				closed = true
+			case ' ', '\t', '\r':
+			case '{':
+				if closed {
+					return nil
+				}
+				fallthrough
+			default:
+				closed = false
+			}
+		}
+		if err := r.next(); err != nil {
+			return err
+		}
+		if r.head {
+			if startsRecord(r.piece, r.base) {
+				return nil
+			}
+			closed = false
+		}
+	}
 }
 
-// consumeTo consumes n bytes of buf[r:] and finds out whether what follows
-// starts its line, after blanks: resuming at a break, a '{' that starts a
-// line is then taken as indented as it is.
-func (r *Reader) consumeTo(n int) {
-	d := r.buf[r.r : r.r+n]
-	r.consume(n)
-	i := len(d)
-	for i > 0 && (d[i-1] == ' ' || d[i-1] == '\t' || d[i-1] == '\r') {
-		i--
+// next makes the next piece of the log current.
+func (r *Reader) next() error {
+	if r.err != nil {
+		return r.err
 	}
-	if i > 0 && d[i-1] == '\n' {
-		r.bol, r.indent = true, len(d)-i
+	if r.eol {
+		r.line++
 	}
+	p, err := r.br.ReadSlice('\n')
+	if err != nil && err != bufio.ErrBufferFull {
+		r.err = io.EOF
+		if err != io.EOF {
+			r.err = fmt.Errorf("read SMS event log after line %d: %w", r.line, err)
+		}
+		if len(p) == 0 {
+			return r.err
+		}
+	}
+	r.head, r.eol = r.eol, p[len(p)-1] == '\n'
+	if r.head {
+		if r.line == 1 {
+			p = bytes.TrimPrefix(p, []byte("\xef\xbb\xbf"))
+		}
+		r.indent = blanks(p)
+	}
+	r.piece, r.pos = p, 0
+	return nil
 }
-
-var nl = []byte{'\n'}
 
 // count counts a record of kind k that starts on line.
 func (r *Reader) count(k kind, line int) {
@@ -583,65 +325,33 @@ func (r *Reader) count(k kind, line int) {
 	}
 }
 
-// fill reads more of src into buf, keeping the unconsumed buf[r:w] (moved
-// to the front) and growing buf, up to max+1 bytes, when it is full. It
-// reports whether it read anything; when not, r.eof or r.readErr says why.
-func (r *Reader) fill() bool {
-	if r.eof || r.readErr != nil {
-		return false
-	}
-	if r.r > 0 {
-		r.off += int64(r.r)
-		r.w = copy(r.buf, r.buf[r.r:r.w])
-		r.r = 0
-	}
-	if r.w == len(r.buf) {
-		n := min(2*len(r.buf), r.max+1)
-		if n <= len(r.buf) {
-			// Unreachable: scan drops a record before it outgrows max+1,
-			// and nothing else keeps more than a line's first bytes.
-			r.readErr = fmt.Errorf("read SMS event log after line %d: record buffer full", r.line)
-			return false
-		}
-		nb := make([]byte, n)
-		copy(nb, r.buf[:r.w])
-		r.buf = nb
-	}
-	for range 100 {
-		n, err := r.src.Read(r.buf[r.w:])
-		r.w += n
-		switch {
-		case err == io.EOF:
-			r.eof = true
-		case err != nil:
-			r.readErr = fmt.Errorf("read SMS event log after line %d: %w", r.line, err)
-		}
-		if n > 0 || err != nil {
-			return n > 0
-		}
-	}
-	r.readErr = fmt.Errorf("read SMS event log after line %d: %w", r.line, io.ErrNoProgress)
-	return false
+// startsRecord reports whether the line that d starts with starts a
+// record (see Reader): its first non-blank byte is a '{' or '[' at most
+// base blanks in, or it is a CloudWatch Logs line.
+func startsRecord(d []byte, base int) bool {
+	d = d[:min(len(d), lineHead)]
+	i := blanks(d)
+	return i < len(d) && (i <= base && (d[i] == '{' || d[i] == '[') || isDigit(d[i]) && prefix(d) >= 0)
 }
 
-// endErr is why fill read nothing: io.EOF or the read error.
-func (r *Reader) endErr() error {
-	if r.readErr != nil {
-		return r.readErr
-	}
-	return io.EOF
+// cloudWatch matches the start of a CloudWatch Logs line (see Reader) up
+// to the '{' of its record.
+var cloudWatch = regexp.MustCompile(`^[ \t\r]*\d{4}-\d\d-\d\d[Tt ]\d\d:\d\d:\d\d(?:\.\d+)?(?:[Zz]|[+-]\d\d:?\d\d)?[ \t]+(?:[^ \t\r\n{]+[ \t]+)?\{`)
+
+// prefix returns where the '{' is that follows a CloudWatch Logs prefix
+// at the start of the line that d starts with, -1 if it has none.
+func prefix(d []byte) int {
+	m := cloudWatch.Find(d[:min(len(d), lineHead)])
+	return len(m) - 1 // m ends with the '{'
 }
 
-func isDigit(c byte) bool { return '0' <= c && c <= '9' }
-
-func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
-
-// lastNonSpace is the index of the last byte of d that is not blank, -1 if
-// none.
-func lastNonSpace(d []byte) int {
-	i := len(d) - 1
-	for i >= 0 && isSpace(d[i]) {
-		i--
+// blanks is how many blanks d starts with.
+func blanks(d []byte) int {
+	i := 0
+	for i < len(d) && (d[i] == ' ' || d[i] == '\t' || d[i] == '\r') {
+		i++
 	}
 	return i
 }
+
+func isDigit(c byte) bool { return '0' <= c && c <= '9' }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -86,8 +87,8 @@ func TestReader(t *testing.T) {
 			[]string{"a@1", "c@3", "d@4"}, Counts{Records: 4, Invalid: 1, FirstInvalid: []int{2}}},
 		{"record cut where a value starts swallows the next", `{"eventType":"TEXT_DELIVERED","context":` + "\n" + e("b") + "\n" + e("c"),
 			[]string{"b@2", "c@3"}, Counts{Records: 3, Invalid: 1, FirstInvalid: []int{1}}},
-		{"nested swallowing", `{"a":` + "\n" + `{"b":[` + "\n" + e("c") + "\n" + e("d"),
-			[]string{"c@3", "d@4"}, Counts{Records: 3, Invalid: 1, FirstInvalid: []int{1}}},
+		{"each record cut short by the next line that starts one", `{"a":` + "\n" + `{"b":[` + "\n" + e("c") + "\n" + e("d"),
+			[]string{"c@3", "d@4"}, Counts{Records: 4, Invalid: 2, FirstInvalid: []int{1, 2}}},
 		{"swallowed to the end of the log", `{"a":[` + "\n" + e("b"), []string{"b@2"}, Counts{Records: 2, Invalid: 1, FirstInvalid: []int{1}}},
 		{"indented deeper is inside", "{\n\"a\":\n  {\"x\":1}\n" + e("b"), []string{"b@4"}, Counts{Records: 2, Invalid: 1, FirstInvalid: []int{1}}},
 		{"mismatched bracket skips its line", `{"a":[}, "b": 1` + "\n" + e("b"), []string{"b@2"}, Counts{Records: 2, Invalid: 1, FirstInvalid: []int{1}}},
@@ -100,7 +101,11 @@ func TestReader(t *testing.T) {
 			[]string{"b@5", "c@13"}, Counts{Records: 3, Invalid: 1, FirstInvalid: []int{1}}},
 		{"balanced but not JSON", `{"eventType" "TEXT_DELIVERED"}` + e("a") + "\n" + e("b"),
 			[]string{"a@1", "b@2"}, Counts{Records: 3, Invalid: 1, FirstInvalid: []int{1}}},
-		{"going back stops at the last break", `{"a":` + "\n" + `{"x":1}` + "\n" + `{"b":` + "\n" + e("c"),
+		{"not JSON, skipped to where the next record meets it", `{"a":1 "b"}` + strings.Repeat(" ", 700) + e("b") + "\n" + e("c"),
+			[]string{"b@1", "c@2"}, Counts{Records: 3, Invalid: 1, FirstInvalid: []int{1}}},
+		{"not JSON, skipped to the next line that starts a record", strings.Replace(pretty("a", ""), `"a",`, `"a" x,`, 1) + "\n" + pretty("b", ""),
+			[]string{"b@9"}, Counts{Records: 2, Invalid: 1, FirstInvalid: []int{1}}},
+		{"cut short, intact, cut short", `{"a":` + "\n" + `{"x":1}` + "\n" + `{"b":` + "\n" + e("c"),
 			[]string{"c@4"}, Counts{Records: 4, NotEvent: 1, Invalid: 2, FirstInvalid: []int{1, 3}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -133,8 +138,7 @@ func checkReader(t *testing.T, in []byte) ([]Event, Counts) {
 	if c.Records != c.Events+c.NotEvent+c.Invalid || c.Events != int64(len(got)) || len(c.FirstInvalid) != int(min(c.Invalid, keepFirst)) {
 		t.Fatalf("counts do not add up: %+v, %d events", c, len(got))
 	}
-	slow := NewReader(iotest.OneByteReader(bytes.NewReader(in)))
-	slow.buf = make([]byte, 1)
+	slow := newReader(iotest.OneByteReader(bytes.NewReader(in)), 0, MaxRecord)
 	got1, c1, err := readAll(slow)
 	if err != nil || !slices.Equal(got, got1) || !equalCounts(c, c1) {
 		t.Fatalf("read a byte at a time: %v\n%+v %+v\nwant\n%+v %+v", err, got1, c1, got, c)
@@ -143,8 +147,7 @@ func checkReader(t *testing.T, in []byte) ([]Event, Counts) {
 }
 
 // TestReaderMaxRecord: a record longer than the limit is invalid, whether
-// it ends or breaks, the buffer never outgrows the limit, and the records
-// around it are read at their lines.
+// it ends or breaks, and the records around it are read at their lines.
 func TestReaderMaxRecord(t *testing.T) {
 	long := `{"eventType":"TEXT_DELIVERED","messageId":"m","eventTimestamp":1,"x":"` + strings.Repeat("y", 300) + `"}`
 	for _, tc := range []struct {
@@ -156,14 +159,13 @@ func TestReaderMaxRecord(t *testing.T) {
 		{"ends", e("a") + "\n" + long + "\n" + e("b"), []string{"a@1", "b@3"}, Counts{Records: 3, Events: 2, Invalid: 1, FirstInvalid: []int{2}}},
 		{"ends mid-line", e("a") + long + e("b"), []string{"a@1", "b@1"}, Counts{Records: 3, Events: 2, Invalid: 1, FirstInvalid: []int{1}}},
 		{"spans lines", strings.Replace(long, `,"x"`, ",\n\n\"x\"", 1) + "\n" + e("b"), []string{"b@4"}, Counts{Records: 2, Events: 1, Invalid: 1, FirstInvalid: []int{1}}},
-		{"breaks, is not gone back into", long[:len(long)-2] + "\n" + e("b") + "\n" + e("c"), []string{"b@2", "c@3"}, Counts{Records: 3, Events: 2, Invalid: 1, FirstInvalid: []int{1}}},
-		{"swallows, is not gone back into", `{"a":[` + strings.Repeat(`"y",`, 80) + "\n" + e("b") + "\n" + e("c"), []string{"c@3"}, Counts{Records: 2, Events: 1, Invalid: 1, FirstInvalid: []int{1}}},
+		{"breaks", long[:len(long)-2] + "\n" + e("b") + "\n" + e("c"), []string{"b@2", "c@3"}, Counts{Records: 3, Events: 2, Invalid: 1, FirstInvalid: []int{1}}},
+		{"swallows no line that starts a record", `{"a":[` + strings.Repeat(`"y",`, 80) + "\n" + e("b") + "\n" + e("c"), []string{"b@2", "c@3"}, Counts{Records: 3, Events: 2, Invalid: 1, FirstInvalid: []int{1}}},
 		{"cut short by the end", e("a") + "\n" + long[:250], []string{"a@1"}, Counts{Records: 2, Events: 1, Invalid: 1, FirstInvalid: []int{2}}},
 		{"a long invalid line", strings.Repeat("x", 1000) + "\n" + e("a"), []string{"a@2"}, Counts{Records: 2, Events: 1, Invalid: 1, FirstInvalid: []int{1}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := NewReader(iotest.HalfReader(strings.NewReader(tc.in)))
-			r.buf, r.max = make([]byte, 16), 200
+			r := newReader(iotest.HalfReader(strings.NewReader(tc.in)), 0, 200)
 			got, c, err := readAll(r)
 			if err != nil {
 				t.Fatal(err)
@@ -174,9 +176,6 @@ func TestReaderMaxRecord(t *testing.T) {
 			}
 			if !slices.Equal(ids, tc.want) || !equalCounts(c, tc.c) {
 				t.Errorf("got %q %+v, want %q %+v", ids, c, tc.want, tc.c)
-			}
-			if len(r.buf) > r.max+1 {
-				t.Errorf("buffer grew to %d bytes, limit %d", len(r.buf), r.max+1)
 			}
 		})
 	}
@@ -213,12 +212,14 @@ func TestReaderEOF(t *testing.T) {
 	}
 }
 
-// TestReaderMemory reads a log far larger than its buffer without
-// growing it: records are consumed as they are read.
+// TestReaderMemory reads a log far larger than its buffers, and a record
+// far longer than MaxRecord, in bounded memory: records are consumed as
+// they are read, and a long one is skipped without being kept.
 func TestReaderMemory(t *testing.T) {
 	var b bytes.Buffer
 	genLog(&b, 20000) // about 12 MB
 	r := NewReader(&b)
+	before := heap()
 	n := 0
 	for {
 		_, err := r.Next()
@@ -228,9 +229,45 @@ func TestReaderMemory(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		n++
+		if n++; n == 10000 {
+			if grown := heap() - before; grown > 2<<20 {
+				t.Errorf("halfway through a 12 MB log, the heap grew by %d bytes", grown)
+			}
+		}
 	}
-	if n != 20000 || len(r.buf) != 64<<10 {
-		t.Errorf("%d events, buffer %d bytes", n, len(r.buf))
+	if n != 20000 {
+		t.Errorf("%d events", n)
 	}
+
+	const size = 32 << 20
+	long := io.MultiReader(strings.NewReader(`{"eventType":"TEXT_DELIVERED","x":"`),
+		io.LimitReader(ys{}, size), strings.NewReader("\"}\n"+e("b")+"\n"))
+	var m0, m1 runtime.MemStats
+	runtime.ReadMemStats(&m0)
+	got, c, err := readAll(NewReader(long))
+	runtime.ReadMemStats(&m1)
+	if err != nil || len(got) != 1 || got[0].Line != 2 || !equalCounts(c, Counts{Records: 2, Events: 1, Invalid: 1, FirstInvalid: []int{1}}) {
+		t.Errorf("a record of 32 MB, then an event: %v %+v %+v", err, got, c)
+	}
+	if alloc := m1.TotalAlloc - m0.TotalAlloc; alloc > 8*MaxRecord {
+		t.Errorf("reading a record of 32 MB allocated %d bytes", alloc)
+	}
+}
+
+// heap is how many bytes the heap holds after a collection.
+func heap() int64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return int64(m.HeapAlloc)
+}
+
+// ys reads as an endless run of 'y'.
+type ys struct{}
+
+func (ys) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = 'y'
+	}
+	return len(p), nil
 }
