@@ -1,5 +1,6 @@
 // Package bench holds the benchmarks that print the figures the issues
-// ask for, each beside its target: pacing accuracy, checkpoint overhead,
-// import speed and memory. Run them with `make bench`; they are not part
-// of `go test ./...` (no test functions, benchmarks only).
+// ask for, each beside its target: pacing accuracy (WhatsApp messages,
+// SMS parts), checkpoint overhead, import speed and memory. Run them with
+// `make bench`; they are not part of `go test ./...` (no test functions,
+// benchmarks only).
 package bench
