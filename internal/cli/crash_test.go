@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -500,6 +501,7 @@ func TestSandboxCommand(t *testing.T) {
 	if err := sb.Wait(); err != nil {
 		t.Fatalf("sandbox exit: %v", err)
 	}
+	stopped := time.Now().Unix()
 	var stats sandbox.Stats
 	if err := json.Unmarshal(stdout.Bytes(), &stats); err != nil {
 		t.Fatalf("stats on stdout: %v\n%s", err, stdout.String())
@@ -510,5 +512,37 @@ func TestSandboxCommand(t *testing.T) {
 	hooks, err := os.ReadFile(filepath.Join(dir, "hooks.jsonl"))
 	if err != nil || bytes.Count(hooks, []byte("\n")) < 100 {
 		t.Fatalf("webhook log: %d lines, %v", bytes.Count(hooks, []byte("\n")), err)
+	}
+	// Statuses come when they happen (read up to 30 s later); stopping
+	// wrote those still to come: every message has its final status, none
+	// stamped after the sandbox stopped.
+	final := map[string]bool{}
+	for _, line := range bytes.Split(bytes.TrimSpace(hooks), []byte("\n")) {
+		var b struct {
+			Entry []struct {
+				Changes []struct {
+					Value struct {
+						Statuses []struct{ ID, Status, Timestamp string }
+					}
+				}
+			}
+		}
+		if err := json.Unmarshal(line, &b); err != nil || len(b.Entry) != 1 || len(b.Entry[0].Changes) != 1 || len(b.Entry[0].Changes[0].Value.Statuses) != 1 {
+			t.Fatalf("webhook line %s: %v", line, err)
+		}
+		st := b.Entry[0].Changes[0].Value.Statuses[0]
+		if ts, err := strconv.ParseInt(st.Timestamp, 10, 64); err != nil || ts > stopped {
+			t.Errorf("%s stamped %s, after the sandbox stopped (%d)", st.Status, st.Timestamp, stopped)
+		}
+		final[st.ID] = final[st.ID] || st.Status == "delivered" || st.Status == "read" || st.Status == "failed"
+	}
+	n := 0
+	for _, ok := range final {
+		if ok {
+			n++
+		}
+	}
+	if len(final) != 100 || n != 100 {
+		t.Errorf("webhook log: %d messages, %d with a final status; want 100, 100", len(final), n)
 	}
 }

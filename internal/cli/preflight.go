@@ -219,7 +219,7 @@ func (o *runOptions) runPreflight(ctx context.Context, ios *IO, st *store.Store,
 		if err != nil {
 			return err
 		}
-		defer stop()
+		defer stop() // no webhooks: nothing to write, no error
 		c.BaseURL, c.Token = url, "sandbox-token"
 	} else if token == "" {
 		o.log.Warn("no access token: the sender numbers' health and limits were not read")

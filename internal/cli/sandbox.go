@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -39,6 +40,13 @@ func demoSandbox() sandbox.Config {
 		FailRate: 0.02, ReadRate: 0.6, DuplicateRate: 0.05, ReorderRate: 0.05,
 		HeldRate: 0.03, HeldFailRate: 0.3,
 		USNumber: func(p string) bool { return csvin.Region(p) == "US" },
+		// Status webhooks come when they happen: sent 0–1 s after
+		// acceptance, delivered 1–3 s after sent, read 5–30 s after
+		// delivered (the sandbox's defaults, spelled out for the flags).
+		SentDelay:      sandbox.Delay{Mean: 500 * time.Millisecond, Jitter: 500 * time.Millisecond},
+		DeliveredDelay: sandbox.Delay{Mean: 2 * time.Second, Jitter: time.Second},
+		ReadDelay:      sandbox.Delay{Mean: 17500 * time.Millisecond, Jitter: 12500 * time.Millisecond},
+		WebhookTries:   6, WebhookBackoff: time.Second,
 	}
 }
 
@@ -49,13 +57,14 @@ type runningSandbox struct {
 }
 
 // startSandbox serves the sandbox in this process on 127.0.0.1, its
-// webhooks appended to webhookLog.
+// webhooks appended to webhookLog as they happen (the sandbox buffers and
+// flushes each emission itself). Those still to come when the run ends are
+// written when it stops the sandbox.
 func startSandbox(o *runOptions, s store.Settings, webhookLog string) (*runningSandbox, error) {
 	f, err := os.OpenFile(webhookLog, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("sandbox webhook log: %w", err)
 	}
-	bw := bufio.NewWriterSize(f, 1<<16)
 	cfg := demoSandbox()
 	cfg.Token = "sandbox-token"
 	m, err := mappingOf(s)
@@ -73,7 +82,7 @@ func startSandbox(o *runOptions, s store.Settings, webhookLog string) (*runningS
 		// the body parameters the CSV fills.
 		cfg.Templates = []sandbox.Template{{Name: s.Template, Languages: []string{s.Lang}, BodyParams: bodyParams(s, m)}}
 	}
-	cfg.Webhooks = bw
+	cfg.Webhooks = f
 	srv := sandbox.New(cfg)
 	url, stop, err := serveLocal(srv)
 	if err != nil {
@@ -85,22 +94,28 @@ func startSandbox(o *runOptions, s store.Settings, webhookLog string) (*runningS
 		url:   url,
 		token: cfg.Token,
 		stop: func() error {
-			stop()
+			pending := srv.Stats().WebhooksPending
+			werr := stop()
 			st := srv.Stats()
 			o.log.Info("sandbox", "requests", st.Requests, "accepted", st.Accepted, "throttled", st.Throttled,
-				"duplicates", st.Duplicates, "max_per_second", st.MaxPerSecond)
-			return closeLog(webhookLog, bw, f)
+				"duplicates", st.Duplicates, "max_per_second", st.MaxPerSecond, "webhooks", st.Webhooks,
+				"webhooks_written_at_stop", pending)
+			if err := errors.Join(werr, f.Close()); err != nil {
+				return fmt.Errorf("sandbox log %s: %w", webhookLog, err)
+			}
+			return nil
 		},
 	}, nil
 }
 
-// serveLocal serves srv on 127.0.0.1 until stop, which also closes srv.
-func serveLocal(srv *sandbox.Server) (url string, stop func(), err error) {
+// serveLocal serves srv on 127.0.0.1 until stop, which also closes srv
+// (writing the webhooks still to come) and returns its error.
+func serveLocal(srv *sandbox.Server) (url string, stop func() error, err error) {
 	url, stopServing, err := serveHandler(srv)
 	if err != nil {
 		return "", nil, err
 	}
-	return url, func() { stopServing(); srv.Close() }, nil
+	return url, func() error { stopServing(); return srv.Close() }, nil
 }
 
 // serveHandler serves h on 127.0.0.1 until stop.
@@ -182,8 +197,13 @@ default: spring_sale, order_update, login_code, fall_coupon, summer_teaser,
 invoice_ready, store_visit, and the paused autumn_sale; or --templates-file),
 enforces per-number throughput over a
 sliding one-second window (130429) and the pair rate limit (131056), adds
-latency, injects transient, permanent and late answers, and writes status
-webhooks as Meta sends them. Point a run at it with the line it prints:
+latency, injects transient, permanent and late answers, and emits status
+webhooks as Meta sends them, each when it happens (sent, then delivered
+after --delivered-delay, read after --read-delay; a few duplicated or
+arriving late), to --webhooks and/or POSTed to --webhook-url, a failed POST
+retried with backoff (--webhook-tries). When it stops, the webhooks still
+to come are written at once, stamped with that moment. Point a run at it
+with the line it prints:
 
   BULKSEND_API_URL=http://127.0.0.1:PORT WHATSAPP_TOKEN=anything bulksend run …
 
@@ -232,8 +252,13 @@ GET /_sandbox/sms/stats shows its counters.`,
 	f.DurationVar(&c.LateDelay, "late-delay", 60*time.Second, "how late a late answer comes")
 	f.Float64Var(&c.FailRate, "fail-rate", c.FailRate, "fraction of accepted messages whose webhooks end failed")
 	f.Float64Var(&c.ReadRate, "read-rate", c.ReadRate, "fraction of delivered messages also read")
-	f.Float64Var(&c.DuplicateRate, "duplicate-rate", c.DuplicateRate, "fraction of messages with a duplicated webhook")
-	f.Float64Var(&c.ReorderRate, "reorder-rate", c.ReorderRate, "fraction of messages whose webhooks come out of order")
+	f.Float64Var(&c.DuplicateRate, "duplicate-rate", c.DuplicateRate, "fraction of messages one of whose webhooks is delivered twice (the same body, up to a second later)")
+	f.Float64Var(&c.ReorderRate, "reorder-rate", c.ReorderRate, "fraction of messages one of whose webhooks arrives late, after a later status (its timestamp still its own)")
+	f.Var(delayFlag{&c.SentDelay}, "sent-delay", "when the sent webhook comes after acceptance: MIN-MAX (uniform) or one duration")
+	f.Var(delayFlag{&c.DeliveredDelay}, "delivered-delay", "when delivered (or failed) comes after sent: MIN-MAX or one duration")
+	f.Var(delayFlag{&c.ReadDelay}, "read-delay", "when read comes after delivered: MIN-MAX or one duration")
+	f.IntVar(&c.WebhookTries, "webhook-tries", c.WebhookTries, "POSTs of one webhook to --webhook-url before it is given up: at once, then again at once, then after --webhook-backoff, doubling")
+	f.DurationVar(&c.WebhookBackoff, "webhook-backoff", c.WebhookBackoff, "wait before the second retry of a failed webhook POST; it doubles after each")
 	f.StringArrayVar(&o.numberInfo, "number", nil, "what a number reports or answers, ID:KEY=VALUE with KEY health (AVAILABLE, LIMITED, BLOCKED), quality, throughput (STANDARD, HIGH), limit (TIER_250…TIER_UNLIMITED) or send-error (a Meta code every send from it answers, e.g. 131048) (repeatable)")
 	f.BoolVar(&c.MarketingOffOnCloudAPI, "marketing-off", false, "marketing templates are turned off on Cloud API: /messages answers 131063 for them")
 	f.Float64Var(&c.HeldRate, "held-rate", c.HeldRate, "fraction of sends answered held_for_quality_assessment (template pacing)")
@@ -321,6 +346,12 @@ func runSandbox(ios *IO, o *sandboxOptions, log *slog.Logger) (err error) {
 		}
 		cfg.Rates[id] = n
 	}
+	if cfg.WebhookTries < 1 {
+		return usagef("1 posts each webhook once, without retries", "invalid --webhook-tries %d: want at least 1", cfg.WebhookTries)
+	}
+	if cfg.WebhookBackoff <= 0 {
+		return usagef("e.g. --webhook-backoff 1s", "invalid --webhook-backoff %v: want a positive duration", cfg.WebhookBackoff)
+	}
 	for _, p := range []struct {
 		flag string
 		v    float64
@@ -337,24 +368,33 @@ func runSandbox(ios *IO, o *sandboxOptions, log *slog.Logger) (err error) {
 			}
 		}
 	}()
-	open := func(path string) (*bufio.Writer, error) {
+	// The sandbox buffers the webhook and accepted logs itself and flushes
+	// every emission, so that a reader of the file sees each webhook when
+	// it happens; the SMS events get a buffer here.
+	open := func(path string, buffered bool) (io.Writer, error) {
 		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 		if err != nil {
 			return nil, err
 		}
-		bw := bufio.NewWriterSize(f, 1<<16)
+		var bw *bufio.Writer
+		if buffered {
+			bw = bufio.NewWriterSize(f, 1<<16)
+		}
 		closers = append(closers, func() error { return closeLog(path, bw, f) })
+		if bw == nil {
+			return f, nil
+		}
 		return bw, nil
 	}
 	if o.webhooks != "" {
-		w, err := open(o.webhooks)
+		w, err := open(o.webhooks, false)
 		if err != nil {
 			return fmt.Errorf("--webhooks: %w", err)
 		}
 		cfg.Webhooks = w
 	}
 	if o.accepted != "" {
-		w, err := open(o.accepted)
+		w, err := open(o.accepted, false)
 		if err != nil {
 			return fmt.Errorf("--accepted: %w", err)
 		}
@@ -377,7 +417,7 @@ func runSandbox(ios *IO, o *sandboxOptions, log *slog.Logger) (err error) {
 		sc.OptOuts = map[string][]string{"Default": o.smsOptOuts}
 	}
 	if o.smsEvents != "" {
-		w, err := open(o.smsEvents)
+		w, err := open(o.smsEvents, true)
 		if err != nil {
 			return fmt.Errorf("--sms-events: %w", err)
 		}
@@ -404,8 +444,14 @@ func runSandbox(ios *IO, o *sandboxOptions, log *slog.Logger) (err error) {
 		}
 	}
 	hs.Close()
-	srv.Close()
-	if err := smsSrv.Close(); err != nil {
+	if n := srv.Stats().WebhooksPending; n > 0 {
+		log.Info("writing the webhooks still to come", "webhooks", n)
+	}
+	if cfg.WebhookURL != "" {
+		log.Info("waiting for webhook POSTs and their retries (interrupt again to abort)", "tries", cfg.WebhookTries)
+	}
+	werr := srv.Close()
+	if err := errors.Join(werr, smsSrv.Close()); err != nil {
 		return err
 	}
 	enc := json.NewEncoder(ios.Out)
@@ -438,10 +484,14 @@ func bothSandboxes(wa, sms http.Handler) http.Handler {
 	})
 }
 
-// closeLog flushes and closes a log the sandbox wrote: an error here means
-// the log is short, and reconcile would read too little from it.
+// closeLog flushes (bw may be nil) and closes a log the sandbox wrote: an
+// error here means the log is short, and reconcile would read too little
+// from it.
 func closeLog(path string, bw *bufio.Writer, f *os.File) error {
-	ferr := bw.Flush()
+	var ferr error
+	if bw != nil {
+		ferr = bw.Flush()
+	}
 	cerr := f.Close()
 	if err := errors.Join(ferr, cerr); err != nil {
 		return fmt.Errorf("sandbox log %s: %w", path, err)
@@ -465,3 +515,38 @@ func parseTemplate(s string) (sandbox.Template, error) {
 	}
 	return t, nil
 }
+
+// delayFlag is a sandbox.Delay given as MIN-MAX (a uniform draw between)
+// or as one duration; 0 means no delay.
+type delayFlag struct{ d *sandbox.Delay }
+
+func (f delayFlag) String() string {
+	if f.d == nil {
+		return ""
+	}
+	lo, hi := max(f.d.Mean-f.d.Jitter, 0), max(f.d.Mean+f.d.Jitter, 0)
+	if lo == hi {
+		return lo.String()
+	}
+	return lo.String() + "-" + hi.String()
+}
+
+func (f delayFlag) Set(v string) error {
+	lo, hi, ok := strings.Cut(v, "-")
+	if !ok {
+		hi = lo
+	}
+	a, err1 := time.ParseDuration(lo)
+	b, err2 := time.ParseDuration(hi)
+	if err1 != nil || err2 != nil || a < 0 || b < a {
+		return fmt.Errorf("want MIN-MAX (e.g. 1s-3s) or one duration, not %q", v)
+	}
+	if b == 0 {
+		*f.d = sandbox.Delay{Mean: -1} // none
+		return nil
+	}
+	*f.d = sandbox.Delay{Mean: (a + b) / 2, Jitter: (b - a) / 2}
+	return nil
+}
+
+func (delayFlag) Type() string { return "MIN-MAX" }

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/binary"
@@ -83,7 +82,7 @@ func TestScripts(t *testing.T) {
 // points BULKSEND_API_URL at it. Its webhooks go to $WORK/webhooks.jsonl.
 // 'sandbox wait N' waits until it has had N requests (from a run in the
 // background); 'sandbox accepted N' checks it accepted exactly N messages;
-// 'sandbox stop' stops it and flushes its webhook log.
+// 'sandbox stop' stops it, which writes the webhooks still to come.
 // Keys: seed, rate, latency, transient, permanent, late, latedelay, fail,
 // expired, template (NAME:PARAMS), definitions (default: the sandbox's
 // realistic set, served at GET message_templates and checked on sends),
@@ -223,16 +222,16 @@ func cmdSandbox(ts *testscript.TestScript, neg bool, args []string) {
 			ts.Fatalf("sandbox: unknown key %q", k)
 		}
 	}
+	// Unbuffered here: the sandbox flushes each webhook as it is emitted,
+	// so the log holds what has happened so far.
 	wh, err := os.Create(ts.MkAbs("webhooks.jsonl"))
 	ts.Check(err)
-	bw := bufio.NewWriter(wh)
-	cfg.Webhooks = bw
+	cfg.Webhooks = wh
 	sb := sandbox.New(cfg)
 	srv := httptest.NewServer(sb)
 	stop := sync.OnceFunc(func() {
 		srv.Close()
-		sb.Close()
-		ts.Check(bw.Flush())
+		ts.Check(sb.Close())
 		ts.Check(wh.Close())
 	})
 	sandboxes.Store(ts, &scriptSandbox{sb, stop})

@@ -32,12 +32,15 @@ type fate struct {
 	heldFail bool // held, then dropped: failed 132015 and nothing else
 	capped   bool // a marketing message failed 131049 by the per-user cap
 
-	reorder   bool // emit this message's statuses in reverse order
-	duplicate int  // >= 0: index of a status emitted twice; -1 none
+	reorder   bool // one status arrives after the status that follows it
+	duplicate int  // >= 0: index of a status delivered twice; -1 none
 
-	// offsets of the status timestamps from the moment of acceptance; a
-	// held message's are later by its assessment
-	sentAfter, deliveredAfter, readAfter time.Duration
+	// timing: uniform draws in [0, 1) that Config's delays scale (see
+	// Delay.at), so the same seed gives the same times too
+	sentDraw, deliveredDraw, readDraw float64
+	holdDraw                          float64 // a held message's assessment, of holdMax
+	lateWhich, lateDraw               float64 // which status arrives late, and how late
+	dupDraw                           float64 // how much later the duplicate arrives
 }
 
 // rates are the fractions fate draws against, from Config.
@@ -112,19 +115,17 @@ func draw(seed int64, to, cbd string, n int, r rates, category string) fate {
 		f.duplicate = int(u(7) * 3) // clamped to the statuses present later
 	}
 	f.reorder = u(8) < r.reorder
-	f.sentAfter = time.Duration(u(9) * float64(time.Second))
-	f.deliveredAfter = f.sentAfter + time.Second + time.Duration(u(10)*float64(4*time.Second))
-	f.readAfter = f.deliveredAfter + 5*time.Second + time.Duration(u(11)*float64(115*time.Second))
+	f.sentDraw, f.deliveredDraw, f.readDraw = u(9), u(10), u(11)
 	if f.held {
-		// Meta decides within an hour (99th percentile); the sandbox within
-		// ten minutes.
-		d := time.Duration(u(14) * float64(10*time.Minute))
-		f.sentAfter += d
-		f.deliveredAfter += d
-		f.readAfter += d
+		f.holdDraw = u(14)
 	}
+	f.lateWhich, f.lateDraw, f.dupDraw = u(16), u(17), u(18)
 	return f
 }
+
+// holdMax bounds a held message's quality assessment: Meta decides within
+// an hour (99th percentile), the sandbox within ten minutes.
+const holdMax = 10 * time.Minute
 
 // stream returns independent uniform numbers in [0, 1) derived from h: u(i)
 // is a splitmix64 step away from h, so adding a draw never shifts the others.

@@ -3,10 +3,12 @@ package sandbox
 import (
 	"bufio"
 	"bytes"
+	"container/heap"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -37,6 +39,142 @@ func (c *clock) Add(d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.t = c.t.Add(d)
+}
+
+func (c *clock) Set(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = t
+}
+
+// timers is an afterFunc on a clock that the test moves: a timer set at
+// the clock's time t for d is due at t+d, and advance fires it then.
+type timers struct {
+	clk *clock
+	// settle, if set, is called after each timer fires, to wait for what
+	// it started (the outbox's emitter) to be done.
+	settle func()
+	mu     sync.Mutex
+	seq    int
+	h      timerHeap // not yet fired or stopped
+}
+
+type timer struct {
+	at    time.Time
+	seq   int
+	f     func()
+	index int // in the heap; -1 when out
+}
+
+func (tm *timers) after(d time.Duration, f func()) func() bool {
+	tm.mu.Lock()
+	defer tm.mu.Unlock()
+	tm.seq++
+	t := &timer{at: tm.clk.Now().Add(d), seq: tm.seq, f: f}
+	heap.Push(&tm.h, t)
+	return func() bool {
+		tm.mu.Lock()
+		defer tm.mu.Unlock()
+		if t.index < 0 {
+			return false
+		}
+		heap.Remove(&tm.h, t.index)
+		return true
+	}
+}
+
+// advance moves the clock d on, firing on the way each timer due, at its
+// own time, earliest first: those the fired ones set included. A perfect
+// clock: every timer fires exactly when it is due.
+func (tm *timers) advance(d time.Duration) {
+	to := tm.clk.Now().Add(d)
+	for {
+		tm.mu.Lock()
+		if len(tm.h) == 0 || tm.h[0].at.After(to) {
+			tm.mu.Unlock()
+			break
+		}
+		next := heap.Pop(&tm.h).(*timer)
+		tm.mu.Unlock()
+		if next.at.After(tm.clk.Now()) {
+			tm.clk.Set(next.at)
+		}
+		next.f()
+		if tm.settle != nil {
+			tm.settle()
+		}
+	}
+	tm.clk.Set(to)
+}
+
+// pending is how many timers are set and not yet fired or stopped.
+func (tm *timers) pending() int {
+	tm.mu.Lock()
+	defer tm.mu.Unlock()
+	return len(tm.h)
+}
+
+// timerHeap orders timers by time, then by the order set.
+type timerHeap []*timer
+
+func (h timerHeap) Len() int { return len(h) }
+func (h timerHeap) Less(i, j int) bool {
+	return h[i].at.Before(h[j].at) || (h[i].at.Equal(h[j].at) && h[i].seq < h[j].seq)
+}
+func (h timerHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].index, h[j].index = i, j
+}
+func (h *timerHeap) Push(x any) {
+	t := x.(*timer)
+	t.index = len(*h)
+	*h = append(*h, t)
+}
+func (h *timerHeap) Pop() any {
+	old := *h
+	t := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	t.index = -1
+	return t
+}
+
+// stampedBuffer is a Webhooks writer, safe for concurrent use, that notes
+// by now when each line was written (when its newline was).
+type stampedBuffer struct {
+	now func() time.Time
+	mu  sync.Mutex
+	b   bytes.Buffer
+	at  []time.Time
+}
+
+func (s *stampedBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := s.now()
+	for range bytes.Count(p, []byte("\n")) {
+		s.at = append(s.at, t)
+	}
+	return s.b.Write(p)
+}
+
+// written is one webhook line and when it was written.
+type written struct {
+	status
+	at time.Time
+}
+
+// lines parses what was written so far.
+func (s *stampedBuffer) lines(t *testing.T) []written {
+	t.Helper()
+	s.mu.Lock()
+	b, at := bytes.Clone(s.b.Bytes()), slices.Clone(s.at)
+	s.mu.Unlock()
+	var out []written
+	for i, l := range lines(t, b) {
+		out = append(out, written{parseWebhook(t, l), at[i]})
+	}
+	return out
 }
 
 // msg is a template send request, conformant to Meta's Message schema.

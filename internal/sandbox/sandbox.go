@@ -4,8 +4,9 @@
 // fit the template's definition, per-number throughput limits (130429), pair
 // rate limits (131056), transient 5xx, permanent failures, answers that
 // never arrive although the message was sent, and status webhooks that come
-// duplicated and out of order. It also lists its template definitions as
-// GET message_templates does.
+// when they happen (sent, then delivered seconds later, read later still),
+// a few duplicated or late, posted with Meta's retries. It also lists its
+// template definitions as GET message_templates does.
 //
 // It rehearses the account rules of 2025–2026 as well (the team's fact
 // sheet on Meta's limits): a number's quality, throughput level, messaging
@@ -143,20 +144,52 @@ type Config struct {
 	// ReadRate is the fraction of delivered messages that are also read.
 	ReadRate float64
 	// DuplicateRate is the fraction of accepted messages one of whose status
-	// webhooks is emitted twice; ReorderRate the fraction whose statuses are
-	// emitted newest first.
+	// webhooks is delivered twice: the same body (the same bytes, the same
+	// timestamp) again up to a second later, as Meta redelivers a webhook
+	// whose acknowledgement it did not get. ReorderRate is the fraction of
+	// messages (with two statuses or more) one of whose statuses arrives
+	// late, up to a second after the status that follows it (a sent after
+	// its delivered, say), as when Meta's first delivery of it failed or
+	// its concurrent deliveries overtook each other. A late status keeps
+	// the timestamp of its event: timestamps tell the order things
+	// happened, arrival does not.
 	DuplicateRate, ReorderRate float64
 
+	// SentDelay, DeliveredDelay and ReadDelay time the status webhooks of
+	// an accepted message: sent comes SentDelay after acceptance, delivered
+	// (or failed) DeliveredDelay after sent, read ReadDelay after
+	// delivered, and a held message's all later by its quality assessment
+	// (up to ten minutes). Each status is emitted when its time comes and
+	// stamped with that time, never a time still to come. A zero Delay
+	// means the default: sent 0–1 s after acceptance, delivered 1–3 s
+	// after sent, read 5–30 s after delivered. The times are drawn from the
+	// message's fate (see Seed).
+	SentDelay, DeliveredDelay, ReadDelay Delay
+
 	// Webhooks, if set, receives one status-webhook POST body per line
-	// (newline-delimited JSON), as Meta would deliver them. Writes come from
-	// one goroutine and are buffered (flushed whenever the queue runs dry),
-	// so they are complete only after Close; read a plain bytes.Buffer only
-	// then.
+	// (newline-delimited JSON) when it is emitted, as Meta would deliver
+	// them: lines are in the order emitted, each flushed as it is written
+	// (with Accepted's from whichever goroutine emits it, under one lock).
+	// Statuses still to come when Close is called are written by Close; a
+	// plain bytes.Buffer can be read only after Close.
 	Webhooks io.Writer
-	// WebhookURL, if set, receives each webhook body as a POST, signed with
-	// X-Hub-Signature-256 when AppSecret is set. Delivery is attempted once.
+	// WebhookURL, if set, receives each webhook body as a POST when it is
+	// emitted, signed with X-Hub-Signature-256 when AppSecret is set. The
+	// bodies of one message are posted one at a time, in order; a POST
+	// that fails (no connection, a timeout or an answer other than 2xx) is
+	// retried as Meta retries: once at once, then after WebhookBackoff,
+	// doubling each time, WebhookTries POSTs in all. A body whose tries
+	// all failed is dropped and counted (Stats.WebhookFailed). Meta goes
+	// on for seven days; the sandbox compresses that to seconds.
 	WebhookURL string
 	AppSecret  string
+	// WebhookTries bounds the POSTs of one body, the first included; 0
+	// means 6 (with the default backoff the last is 15 s after the
+	// first). 1 means no retry.
+	WebhookTries int
+	// WebhookBackoff is the wait before the second retry; each later wait
+	// doubles it. 0 means 1s.
+	WebhookBackoff time.Duration
 
 	// Accepted, if set, receives one JSON line per accepted message (wamid,
 	// phone_number_id, to, callback data, time, attempt, late, final
@@ -173,9 +206,11 @@ type Config struct {
 	// "100000000000001".
 	WABAID string
 
-	// Now is the clock for rate limits, webhook timestamps, template sync
-	// (MMSyncFor) and the call budget (RegainAccessMinutes); nil means
-	// time.Now. Delays (Latency, LateDelay) always use real time.
+	// Now is the clock for rate limits, webhook times and timestamps,
+	// template sync (MMSyncFor) and the call budget (RegainAccessMinutes);
+	// nil means time.Now. Delays (Latency, LateDelay) always use real
+	// time, and so do the timers that emit webhooks: one set for a
+	// status's time waits that time minus Now, in real time.
 	Now func() time.Time
 
 	// Numbers describes sender numbers by phone-number-id: what GET
@@ -247,8 +282,8 @@ type Config struct {
 //	GET  /{version}/{WABA-ID}/message_templates           Config.Definitions, filtered and paged
 //	GET  /_sandbox/stats                                   Stats as JSON
 //
-// It is safe for concurrent use. Close it to flush webhooks and release
-// late answers.
+// It is safe for concurrent use. Close it to emit the webhooks still to
+// come and release late answers.
 type Server struct {
 	cfg       Config
 	now       func() time.Time
@@ -276,14 +311,13 @@ type Server struct {
 
 	stats counters
 
+	// the timing of status webhooks, defaults applied
+	sentDelay, deliveredDelay, readDelay Delay
+
 	done      chan struct{} // closed by Close: releases waiting answers
-	qmu       sync.RWMutex  // held for reading while enqueueing, for writing to close queue
-	closed    bool          // guarded by qmu
-	queue     chan emission // nil when there is nothing to emit
-	emitWG    sync.WaitGroup
+	out       *outbox       // nil when there is nothing to emit
 	closeOnce sync.Once
 	closeErr  error
-	emitter   *emitter
 }
 
 // tallyShard counts, per message key, the attempts that reached a verdict and
@@ -295,9 +329,15 @@ type tallyShard struct {
 
 type tally struct{ seen, accepted int }
 
-// New returns a Server for cfg; it starts the webhook emitter if Webhooks,
-// WebhookURL or Accepted is set.
+// New returns a Server for cfg. Its status webhooks (Webhooks, WebhookURL)
+// are emitted by timers, its Accepted records as messages are accepted.
 func New(cfg Config) *Server {
+	return newServer(cfg, realAfter)
+}
+
+// newServer is New with the timers that emit webhooks and retry POSTs
+// made by after.
+func newServer(cfg Config, after afterFunc) *Server {
 	s := &Server{
 		cfg:       cfg,
 		now:       cfg.Now,
@@ -332,6 +372,9 @@ func New(cfg Config) *Server {
 	if s.pair == 0 {
 		s.pair = 6 * time.Second
 	}
+	s.sentDelay = cfg.SentDelay.or(defaultSentDelay)
+	s.deliveredDelay = cfg.DeliveredDelay.or(defaultDeliveredDelay)
+	s.readDelay = cfg.ReadDelay.or(defaultReadDelay)
 	if s.lateDelay <= 0 {
 		s.lateDelay = 60 * time.Second
 	}
@@ -363,9 +406,7 @@ func New(cfg Config) *Server {
 	}
 	s.stats.init(extra)
 	if cfg.Webhooks != nil || cfg.WebhookURL != "" || cfg.Accepted != nil {
-		s.queue = make(chan emission, 4096)
-		s.emitter = newEmitter(cfg, &s.stats)
-		s.emitter.start(s.queue, &s.emitWG)
+		s.out = newOutbox(cfg, s.now, after, &s.stats)
 	}
 	return s
 }
@@ -396,22 +437,29 @@ func (s *Server) number(id string) (*number, bool) {
 	return n.(*number), true
 }
 
-// Close stops accepting webhook work, releases answers held back by
-// LateDelay or Latency, and waits until every webhook is written and posted.
-// It returns the first error writing Webhooks or Accepted. Requests arriving
-// after Close answer code 2 (HTTP 503). Close is idempotent.
+// Close is Shutdown without a deadline: it waits for every webhook POST to
+// be acknowledged or to use up its tries.
 func (s *Server) Close() error {
+	return s.Shutdown(context.Background())
+}
+
+// Shutdown releases answers held back by LateDelay or Latency and emits
+// every status webhook still to come at once, each stamped with the time
+// it is emitted (never its own time, which is still to come), those of
+// one message in the order they would have arrived: every final status is
+// in Webhooks when Shutdown returns, so a reconcile of the log leaves no
+// row in doubt that the sandbox accepted. It then waits until every POST
+// to WebhookURL is acknowledged or has used up its tries, retries keeping
+// their backoff; when ctx is done first, the POSTs in flight are cancelled
+// and those still to retry dropped, all counted in Stats.WebhookFailed.
+// It returns the first error writing Webhooks or Accepted. Requests
+// arriving after it answer code 2 (HTTP 503). It is idempotent (a second
+// call returns the first's error at once); Close and Shutdown share it.
+func (s *Server) Shutdown(ctx context.Context) error {
 	s.closeOnce.Do(func() {
 		close(s.done)
-		s.qmu.Lock()
-		s.closed = true
-		if s.queue != nil {
-			close(s.queue)
-		}
-		s.qmu.Unlock()
-		s.emitWG.Wait()
-		if s.emitter != nil {
-			s.closeErr = s.emitter.err
+		if s.out != nil {
+			s.closeErr = s.out.close(ctx)
 		}
 	})
 	return s.closeErr

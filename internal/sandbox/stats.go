@@ -21,15 +21,26 @@ type Stats struct {
 	Duplicates int64 `json:"duplicates"`
 	Late       int64 `json:"late"` // accepted messages whose answer was held back
 
-	// Final outcomes reported by the status webhooks of accepted messages.
+	// Final outcomes reported by the status webhooks of accepted messages,
+	// counted when a message is accepted (its fate is decided then), not
+	// when its webhooks are emitted.
 	Delivered int64 `json:"delivered"` // delivered, read ones included
 	Read      int64 `json:"read"`
 	Failed    int64 `json:"failed"`
 
-	Webhooks          int64 `json:"webhooks"`            // webhook bodies emitted
-	WebhookDuplicates int64 `json:"webhook_duplicates"`  // bodies emitted a second time on purpose
-	WebhookReordered  int64 `json:"webhook_reordered"`   // messages whose statuses were emitted newest first
-	WebhookPostErrors int64 `json:"webhook_post_errors"` // POSTs to WebhookURL that failed or were not 2xx
+	Webhooks          int64 `json:"webhooks"`           // webhook bodies emitted (duplicates included)
+	WebhookDuplicates int64 `json:"webhook_duplicates"` // messages with a body delivered a second time on purpose
+	WebhookReordered  int64 `json:"webhook_reordered"`  // messages one of whose statuses arrives after a later one
+	// WebhooksPending counts the deliveries planned but not yet emitted:
+	// statuses whose time has not come (Close emits them all).
+	WebhooksPending int64 `json:"webhooks_pending"`
+	// POSTs to WebhookURL: attempts that failed or were not 2xx, retries
+	// among all attempts, bodies acknowledged, and bodies given up after
+	// WebhookTries failed attempts (or dropped by Shutdown's deadline).
+	WebhookPostErrors int64 `json:"webhook_post_errors"`
+	WebhookRetries    int64 `json:"webhook_retries"`
+	WebhookPosted     int64 `json:"webhook_posted"`
+	WebhookFailed     int64 `json:"webhook_failed"`
 
 	// TemplateReads counts requests to /{WABA-ID}/message_templates,
 	// refused ones included (their error codes are in Errors).
@@ -63,7 +74,8 @@ type counters struct {
 	duplicates, late                           atomic.Int64
 	delivered, read, failed                    atomic.Int64
 	webhooks, whDuplicates, whReordered        atomic.Int64
-	whPostErrors, templateReads, numberReads   atomic.Int64
+	whPostErrors, whRetries, whPosted          atomic.Int64
+	whFailed, templateReads, numberReads       atomic.Int64
 	held, heldFailed, capped                   atomic.Int64
 	mmRequests, mmLite, mmFallback             atomic.Int64
 	errors                                     map[int]*atomic.Int64 // fixed keys: knownCodes and extra
@@ -100,6 +112,9 @@ func (s *Server) Stats() Stats {
 		WebhookDuplicates: c.whDuplicates.Load(),
 		WebhookReordered:  c.whReordered.Load(),
 		WebhookPostErrors: c.whPostErrors.Load(),
+		WebhookRetries:    c.whRetries.Load(),
+		WebhookPosted:     c.whPosted.Load(),
+		WebhookFailed:     c.whFailed.Load(),
 		TemplateReads:     c.templateReads.Load(),
 		NumberReads:       c.numberReads.Load(),
 		Held:              c.held.Load(),
@@ -108,6 +123,9 @@ func (s *Server) Stats() Stats {
 		MarketingRequests: c.mmRequests.Load(),
 		MarketingLite:     c.mmLite.Load(),
 		MarketingFallback: c.mmFallback.Load(),
+	}
+	if s.out != nil {
+		st.WebhooksPending = s.out.pending.Load()
 	}
 	for code, n := range c.errors {
 		if v := n.Load(); v > 0 {

@@ -1,31 +1,19 @@
 package sandbox
 
 import (
-	"bufio"
-	"bytes"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"hash/fnv"
-	"io"
-	"net/http"
+	"slices"
 	"strconv"
-	"sync"
 	"time"
 )
 
-// emission is the output of one accepted message: its webhook bodies in
-// emission order and its Accepted record.
-type emission struct {
-	bodies   [][]byte
-	accepted []byte
-}
-
-// emit decides and serialises the status webhooks of an accepted message
-// and queues them for the emitter. Serialising here, in the request's
-// goroutine, keeps the single emitter goroutine cheap.
+// emit counts the outcome of an accepted message, writes its Accepted
+// record and schedules its status webhooks. The outcome is decided (and
+// counted in Stats) now; the webhooks come at their own times (see plan).
 func (s *Server) emit(num *number, version, wamid string, req sendRequest, waID string, tmpl Template, rt route, a api, at time.Time, attempt int, ft fate) {
 	final := "delivered"
 	switch {
@@ -45,76 +33,9 @@ func (s *Server) emit(num *number, version, wamid string, req sendRequest, waID 
 	default:
 		s.stats.delivered.Add(1)
 	}
-	if s.queue == nil {
+	if s.out == nil {
 		return
 	}
-
-	base := whStatus{ID: wamid, RecipientID: waID, BizOpaqueCallbackData: req.BizOpaqueCallbackData}
-	stamp := func(status string, d time.Duration) whStatus {
-		st := base
-		st.Status = status
-		st.Timestamp = strconv.FormatInt(at.Add(d).Unix(), 10)
-		return st
-	}
-	// Pricing comes with sent and with the first of delivered/read; so does
-	// the conversation, on API versions before v24.0 (fact sheet §5). Its
-	// category is the template's, or marketing_lite for a message the
-	// Marketing Messages API sent.
-	billed := func(st whStatus) whStatus {
-		st.Pricing = &whPricing{Billable: true, PricingModel: "PMP", Type: "regular", Category: rt.category}
-		if versionBefore24(version) {
-			h := fnv.New128a()
-			h.Write([]byte(wamid))
-			st.Conversation = &whConversation{
-				ID:                  hex.EncodeToString(h.Sum(nil)),
-				ExpirationTimestamp: strconv.FormatInt(at.Add(24*time.Hour).Unix(), 10),
-				Origin:              whOrigin{Type: rt.category},
-			}
-		}
-		return st
-	}
-	var statuses []whStatus
-	switch {
-	case ft.failCode != 0:
-		if ft.sentFirst {
-			statuses = append(statuses, billed(stamp("sent", ft.sentAfter)))
-		}
-		failed := stamp("failed", ft.deliveredAfter)
-		failed.Errors = []whError{asyncErrors[ft.failCode]}
-		statuses = append(statuses, failed)
-	default:
-		statuses = append(statuses, billed(stamp("sent", ft.sentAfter)), billed(stamp("delivered", ft.deliveredAfter)))
-		if ft.read {
-			statuses = append(statuses, stamp("read", ft.readAfter))
-		}
-	}
-
-	bodies := make([][]byte, 0, len(statuses)+1)
-	for _, st := range statuses {
-		b, _ := json.Marshal(webhookBody{
-			Object: "whatsapp_business_account",
-			Entry: []whEntry{{ID: s.wabaID, Changes: []whChange{{
-				Field: "messages",
-				Value: whValue{
-					MessagingProduct: "whatsapp",
-					Metadata:         whMetadata{DisplayPhoneNumber: num.display, PhoneNumberID: num.id},
-					Statuses:         []whStatus{st},
-				},
-			}}}},
-		})
-		bodies = append(bodies, b)
-	}
-	if ft.reorder && len(bodies) > 1 {
-		for i, j := 0, len(bodies)-1; i < j; i, j = i+1, j-1 {
-			bodies[i], bodies[j] = bodies[j], bodies[i]
-		}
-		s.stats.whReordered.Add(1)
-	}
-	if ft.duplicate >= 0 {
-		bodies = append(bodies, bodies[min(ft.duplicate, len(bodies)-1)])
-		s.stats.whDuplicates.Add(1)
-	}
-
 	var rec []byte
 	if s.cfg.Accepted != nil {
 		rec, _ = json.Marshal(acceptedRecord{
@@ -133,132 +54,137 @@ func (s *Server) emit(num *number, version, wamid string, req sendRequest, waID 
 			Pricing:               rt.category,
 		})
 	}
-
-	s.qmu.RLock()
-	defer s.qmu.RUnlock()
-	if !s.closed {
-		s.queue <- emission{bodies: bodies, accepted: rec}
+	var p *plan
+	if s.out.hooks {
+		p = s.plan(num, version, wamid, req.BizOpaqueCallbackData, waID, rt.category, at, ft)
 	}
+	s.out.add(rec, p)
 }
 
-// emitter writes webhook bodies and Accepted records from one goroutine, so
-// lines never interleave, and posts bodies to WebhookURL from a few more, as
-// Meta delivers webhooks concurrently.
-type emitter struct {
-	webhooks, accepted *bufio.Writer
-	url, secret        string
-	client             *http.Client
-	posts              chan []byte
-	stats              *counters
-	err                error // first write error; read after the goroutines end
+// plan is the status webhooks of one accepted message: its statuses with
+// the times they happen, and the deliveries of their bodies in the order
+// they arrive. It is owned by the outbox once added.
+type plan struct {
+	seq uint64 // the outbox's, in order added
+
+	num                  *number
+	version, wamid, waID string
+	cbd, category        string
+	accepted             time.Time
+	statuses             []event
+	arrivals             []arrival // sorted by time
+	next                 int       // arrivals[next] is the next to emit
+	stop                 func() bool
 }
 
-const posters = 4
-
-func newEmitter(cfg Config, st *counters) *emitter {
-	e := &emitter{url: cfg.WebhookURL, secret: cfg.AppSecret, stats: st}
-	if cfg.Webhooks != nil {
-		e.webhooks = bufio.NewWriter(cfg.Webhooks)
-	}
-	if cfg.Accepted != nil {
-		e.accepted = bufio.NewWriter(cfg.Accepted)
-	}
-	if e.url != "" {
-		tr := http.DefaultTransport.(*http.Transport).Clone()
-		tr.MaxIdleConnsPerHost = posters
-		e.client = &http.Client{Transport: tr, Timeout: 10 * time.Second}
-	}
-	return e
+// event is one status of a message and the time it happens.
+type event struct {
+	status   string
+	at       time.Time
+	billed   bool   // carries pricing (and a conversation before v24.0)
+	failCode int    // failed: the error
+	body     []byte // serialised when first delivered, for a duplicate
 }
 
-func (e *emitter) start(q <-chan emission, wg *sync.WaitGroup) {
-	if e.client != nil {
-		e.posts = make(chan []byte, 1024)
-		for range posters {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for b := range e.posts {
-					if err := e.post(b); err != nil {
-						e.stats.whPostErrors.Add(1)
-					}
-				}
-			}()
+// arrival is one delivery of a status's body.
+type arrival struct {
+	at     time.Time
+	status int  // index in plan.statuses
+	dup    bool // the second delivery of the same body
+}
+
+// plan times the statuses of an accepted message: sent SentDelay after
+// acceptance, delivered (or failed) DeliveredDelay after sent, read
+// ReadDelay after delivered, all later by a held message's assessment.
+// Each status arrives at its own time, except that with ReorderRate one
+// arrives late, after the status that follows it, and with DuplicateRate
+// one arrives a second time; both up to a second later.
+func (s *Server) plan(num *number, version, wamid, cbd, waID, category string, at time.Time, ft fate) *plan {
+	hold := time.Duration(ft.holdDraw * float64(holdMax))
+	sent := at.Add(hold + s.sentDelay.at(ft.sentDraw))
+	done := sent.Add(s.deliveredDelay.at(ft.deliveredDraw))
+	p := &plan{num: num, version: version, wamid: wamid, waID: waID, cbd: cbd, category: category, accepted: at}
+	// Pricing comes with sent and with the first of delivered/read; so does
+	// the conversation, on API versions before v24.0 (fact sheet §5).
+	switch {
+	case ft.failCode != 0:
+		if ft.sentFirst {
+			p.statuses = append(p.statuses, event{status: "sent", at: sent, billed: true})
+		}
+		p.statuses = append(p.statuses, event{status: "failed", at: done, failCode: ft.failCode})
+	default:
+		p.statuses = append(p.statuses, event{status: "sent", at: sent, billed: true}, event{status: "delivered", at: done, billed: true})
+		if ft.read {
+			p.statuses = append(p.statuses, event{status: "read", at: done.Add(s.readDelay.at(ft.readDraw))})
 		}
 	}
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		e.run(q)
-	}()
+	n := len(p.statuses)
+	p.arrivals = make([]arrival, n, n+1)
+	for i, e := range p.statuses {
+		p.arrivals[i] = arrival{at: e.at, status: i}
+	}
+	if ft.reorder && n > 1 {
+		i := min(int(ft.lateWhich*float64(n-1)), n-2)
+		p.arrivals[i].at = p.arrivals[i+1].at.Add(lateBy(ft.lateDraw))
+		s.stats.whReordered.Add(1)
+	}
+	if ft.duplicate >= 0 {
+		k := min(ft.duplicate, n-1)
+		p.arrivals = append(p.arrivals, arrival{at: p.arrivals[k].at.Add(lateBy(ft.dupDraw)), status: k, dup: true})
+		s.stats.whDuplicates.Add(1)
+	}
+	// Stable: statuses that happen at the same time arrive in their order.
+	slices.SortStableFunc(p.arrivals, func(a, b arrival) int { return a.at.Compare(b.at) })
+	return p
 }
 
-func (e *emitter) run(q <-chan emission) {
-	for it := range q {
-		if it.accepted != nil {
-			e.write(e.accepted, it.accepted)
-		}
-		for _, b := range it.bodies {
-			e.stats.webhooks.Add(1)
-			e.write(e.webhooks, b)
-			if e.posts != nil {
-				e.posts <- b
+// lateBy is how much later than planned a late or duplicate delivery
+// arrives, for a uniform draw u: from a millisecond to a second.
+func lateBy(u float64) time.Duration {
+	return time.Millisecond + time.Duration(u*float64(time.Second))
+}
+
+// body serialises status i of p as Meta's webhook POST body, stamped
+// stamp, and keeps it for a duplicate. A failed status carries its error;
+// the conversation's expiry counts from acceptance.
+func (p *plan) body(i int, stamp time.Time, wabaID string) []byte {
+	e := &p.statuses[i]
+	st := whStatus{
+		ID:                    p.wamid,
+		Status:                e.status,
+		Timestamp:             strconv.FormatInt(stamp.Unix(), 10),
+		RecipientID:           p.waID,
+		BizOpaqueCallbackData: p.cbd,
+	}
+	if e.billed {
+		// The category is the template's, or marketing_lite for a message
+		// the Marketing Messages API sent.
+		st.Pricing = &whPricing{Billable: true, PricingModel: "PMP", Type: "regular", Category: p.category}
+		if versionBefore24(p.version) {
+			h := fnv.New128a()
+			h.Write([]byte(p.wamid))
+			st.Conversation = &whConversation{
+				ID:                  hex.EncodeToString(h.Sum(nil)),
+				ExpirationTimestamp: strconv.FormatInt(p.accepted.Add(24*time.Hour).Unix(), 10),
+				Origin:              whOrigin{Type: p.category},
 			}
 		}
-		if len(q) == 0 {
-			e.flush()
-		}
 	}
-	e.flush()
-	if e.posts != nil {
-		close(e.posts)
+	if e.failCode != 0 {
+		st.Errors = []whError{asyncErrors[e.failCode]}
 	}
-	if e.client != nil {
-		defer e.client.CloseIdleConnections()
-	}
-}
-
-func (e *emitter) write(w *bufio.Writer, line []byte) {
-	if w == nil || e.err != nil {
-		return
-	}
-	w.Write(line)
-	if err := w.WriteByte('\n'); err != nil {
-		e.err = fmt.Errorf("write sandbox output: %w", err)
-	}
-}
-
-func (e *emitter) flush() {
-	for _, w := range []*bufio.Writer{e.webhooks, e.accepted} {
-		if w != nil && e.err == nil {
-			if err := w.Flush(); err != nil {
-				e.err = fmt.Errorf("write sandbox output: %w", err)
-			}
-		}
-	}
-}
-
-// post delivers one body to WebhookURL, signed as Meta signs it: the hex
-// HMAC-SHA256 of the raw body keyed with the app secret.
-func (e *emitter) post(body []byte) error {
-	req, err := http.NewRequest(http.MethodPost, e.url, bytes.NewReader(body))
-	if err != nil {
-		return fmt.Errorf("webhook request: %w", err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	if e.secret != "" {
-		req.Header.Set("X-Hub-Signature-256", "sha256="+Sign(e.secret, body))
-	}
-	resp, err := e.client.Do(req)
-	if err != nil {
-		return fmt.Errorf("post webhook: %w", err)
-	}
-	io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("post webhook: %s", resp.Status)
-	}
-	return nil
+	e.body, _ = json.Marshal(webhookBody{
+		Object: "whatsapp_business_account",
+		Entry: []whEntry{{ID: wabaID, Changes: []whChange{{
+			Field: "messages",
+			Value: whValue{
+				MessagingProduct: "whatsapp",
+				Metadata:         whMetadata{DisplayPhoneNumber: p.num.display, PhoneNumberID: p.num.id},
+				Statuses:         []whStatus{st},
+			},
+		}}}},
+	})
+	return e.body
 }
 
 // Sign returns the lowercase hex HMAC-SHA256 of body keyed with secret: the
