@@ -241,6 +241,7 @@ var (
 		"aborted: what was applied stays; run the same command again to finish",
 	}
 	sandboxInterrupt = interruptWords{"stopping the sandbox (interrupt again to abort)", "aborted"}
+	watchInterrupt   = interruptWords{"stopped watching", "aborted"}
 )
 
 // signalContext returns a context cancelled by the first interrupt (or

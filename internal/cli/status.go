@@ -1,10 +1,13 @@
 package cli
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"log/slog"
 	"maps"
 	"os"
 	"slices"
@@ -37,6 +40,8 @@ type statusOptions struct {
 	json         bool
 	rateCard     string
 	callingCodes string
+	watch        bool
+	interval     time.Duration
 }
 
 func newStatusCmd(ios *IO) *cobra.Command {
@@ -57,6 +62,8 @@ ETA. With --json it prints one object; its fields are only ever added to.`,
 	cmd.Flags().BoolVar(&o.json, "json", false, "print one JSON object on stdout")
 	cmd.Flags().StringVar(&o.rateCard, "rate-card", "", "Meta's rate-card CSV: price what was billed so far")
 	cmd.Flags().StringVar(&o.callingCodes, "calling-codes", "", "Meta's country-calling-code to market list, for a --rate-card without codes")
+	cmd.Flags().BoolVar(&o.watch, "watch", false, "show the status again every --interval until interrupted: redrawn on a terminal; otherwise a line (or with --json an object) each time")
+	cmd.Flags().DurationVar(&o.interval, "interval", 5*time.Second, "with --watch, how often")
 	return cmd
 }
 
@@ -120,8 +127,14 @@ func runStatus(ctx context.Context, ios *IO, o *statusOptions) error {
 	if err != nil {
 		return err
 	}
-	defer st.Close()
 	settings, err := st.Settings(ctx)
+	if err != nil || o.watch {
+		// A watch opens it again for each view: it holds nothing open that
+		// a run's import would wait for.
+		st.Close()
+	} else {
+		defer st.Close()
+	}
 	if err != nil {
 		return err
 	}
@@ -134,6 +147,14 @@ func runStatus(ctx context.Context, ios *IO, o *statusOptions) error {
 			return err
 		}
 	}
+	if !o.watch {
+		return writeStatus(ctx, ios.Out, st, settings, card, o)
+	}
+	return watchStatus(ctx, ios, settings, card, o)
+}
+
+// writeStatus writes the status view (or its JSON) of st to w.
+func writeStatus(ctx context.Context, w io.Writer, st *store.Store, settings store.Settings, card *pricing.Card, o *statusOptions) error {
 	r, err := st.Report(ctx, time.Now())
 	if err != nil {
 		return err
@@ -186,9 +207,8 @@ func runStatus(ctx context.Context, ios *IO, o *statusOptions) error {
 		out.LockedBy = h
 	}
 	if o.json {
-		return json.NewEncoder(ios.Out).Encode(out)
+		return json.NewEncoder(w).Encode(out)
 	}
-	w := ios.Out
 	if out.Channel == campaign.SMS {
 		fmt.Fprintf(w, "campaign %s · SMS from %s\n", out.CampaignID, strings.Join(settings.Senders, ", "))
 	} else if settings.Category != "" {
@@ -278,4 +298,50 @@ func runStatus(ctx context.Context, ios *IO, o *statusOptions) error {
 		fmt.Fprintf(w, "\ntime to delivered (%d messages): p50 %.1fs · p90 %.1fs · p99 %.1fs\n", out.Deliveries, out.DeliveryP50, out.DeliveryP90, out.DeliveryP99)
 	}
 	return nil
+}
+
+// watchStatus shows the status every o.interval until interrupted (exit
+// 0): on a terminal the whole view, redrawn in place; elsewhere (a log, a
+// pipe) a line of counts each time, or with --json an object per line.
+func watchStatus(ctx context.Context, ios *IO, settings store.Settings, card *pricing.Card, o *statusOptions) error {
+	if o.interval < 100*time.Millisecond {
+		return usagef("", "invalid --interval %v: want 100ms or more", o.interval)
+	}
+	ctx, stop := signalContext(ctx, ios, slog.New(slog.DiscardHandler), watchInterrupt)
+	defer stop()
+	f, isFile := ios.Out.(*os.File)
+	redraw := isFile && isTerminal(f) && !o.json
+	t := time.NewTicker(o.interval)
+	defer t.Stop()
+	for {
+		st, err := openExisting(o.db)
+		if err != nil {
+			return err
+		}
+		switch {
+		case redraw:
+			var b bytes.Buffer
+			b.WriteString("\x1b[H\x1b[2J") // home, clear: the view replaces the last one
+			if err = writeStatus(ctx, &b, st, settings, card, o); err == nil {
+				fmt.Fprintf(&b, "\n(every %s; Ctrl-C to stop)\n", o.interval)
+				_, err = ios.Out.Write(b.Bytes())
+			}
+		case o.json:
+			err = writeStatus(ctx, ios.Out, st, settings, card, o)
+		default:
+			var c campaign.Counts
+			if c, err = st.Counts(ctx); err == nil {
+				_, err = fmt.Fprintf(ios.Out, "%s %s\n", time.Now().Format(time.RFC3339), countsLine(c))
+			}
+		}
+		st.Close()
+		if err != nil && ctx.Err() == nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
 }
