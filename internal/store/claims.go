@@ -238,18 +238,25 @@ func (s *Store) EndRun(ctx context.Context, id int64, at time.Time) (err error) 
 // attemptsBatch is how many attempts one INSERT writes.
 const attemptsBatch = 128
 
+// attemptsInsert is the INSERT of n attempts.
+func attemptsInsert(n int) string {
+	return `INSERT INTO attempts(run, row, sender, at, latency_us, class, code) VALUES ` + strings.TrimSuffix(strings.Repeat("(?,?,?,?,?,?,?),", n), ",")
+}
+
 // recordAttempts writes the attempts of results (those with a request) in
 // tx, attemptsBatch rows per statement.
 func (s *Store) recordAttempts(ctx context.Context, tx *sql.Tx, results []engine.Result) error {
 	run := s.run.Load()
-	const one = "(?,?,?,?,?,?,?),"
 	args := make([]any, 0, 7*min(len(results), attemptsBatch))
 	flush := func() error {
-		if len(args) == 0 {
-			return nil
+		var err error
+		switch len(args) {
+		case 0:
+		case 7 * attemptsBatch:
+			_, err = tx.StmtContext(ctx, s.attemptsInsert).ExecContext(ctx, args...)
+		default:
+			_, err = tx.ExecContext(ctx, attemptsInsert(len(args)/7), args...)
 		}
-		q := `INSERT INTO attempts(run, row, sender, at, latency_us, class, code) VALUES ` + strings.TrimSuffix(strings.Repeat(one, len(args)/7), ",")
-		_, err := tx.ExecContext(ctx, q, args...)
 		args = args[:0]
 		return err
 	}

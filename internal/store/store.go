@@ -41,6 +41,7 @@ type Store struct {
 
 	// Prepared once: a claim runs ten times a second per sender number.
 	claimSelect, claimUpdate *sql.Stmt
+	attemptsInsert           *sql.Stmt // attemptsBatch attempts
 
 	run atomic.Int64 // the run BeginRun recorded: its attempts are its; 0 before
 }
@@ -79,6 +80,12 @@ func Open(path string) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("open checkpoint %q: %w", path, err)
 	}
+	if s.attemptsInsert, err = db.Prepare(attemptsInsert(attemptsBatch)); err != nil {
+		s.claimSelect.Close()
+		s.claimUpdate.Close()
+		db.Close()
+		return nil, fmt.Errorf("open checkpoint %q: %w", path, err)
+	}
 	return s, nil
 }
 
@@ -86,6 +93,7 @@ func Open(path string) (*Store, error) {
 func (s *Store) Close() error {
 	s.claimSelect.Close()
 	s.claimUpdate.Close()
+	s.attemptsInsert.Close()
 	return s.db.Close()
 }
 
