@@ -20,6 +20,7 @@ import (
 
 	"github.com/bulksend/bulksend/internal/csvin"
 	"github.com/bulksend/bulksend/internal/engine"
+	"github.com/bulksend/bulksend/internal/redact"
 	"github.com/bulksend/bulksend/internal/store"
 	"github.com/bulksend/bulksend/internal/whatsapp"
 )
@@ -215,11 +216,13 @@ crash, a Ctrl-C or an API outage never sends a message twice or skips one.
 			return nil, usagef("", "invalid --log-level %q: want debug, info, warn or error", logLevel)
 		}
 		opts := &slog.HandlerOptions{Level: lvl}
+		// Recipients' phones are masked at info and above: logs are
+		// mailed by cron and kept by collectors.
 		switch logFormat {
 		case "text":
-			return slog.New(slog.NewTextHandler(ios.Err, opts)), nil
+			return slog.New(redact.NewHandler(slog.NewTextHandler(ios.Err, opts))), nil
 		case "json":
-			return slog.New(slog.NewJSONHandler(ios.Err, opts)), nil
+			return slog.New(redact.NewHandler(slog.NewJSONHandler(ios.Err, opts))), nil
 		}
 		return nil, usagef("", "invalid --log-format %q: want text or json", logFormat)
 	}

@@ -64,6 +64,9 @@ type runOptions struct {
 	sandbox        bool
 	json           bool
 	progressEvery  time.Duration
+	metricsFile    string
+	metricsAddr    string
+	metricsEvery   time.Duration
 
 	// SMS (--channel sms).
 	channel       string
@@ -83,6 +86,9 @@ type runOptions struct {
 	mapping *template.Mapping // the first run's, for checking rows at import
 	card    *pricing.Card     // --rate-card, read before anything else
 	sms     *smsImport        // the first run's SMS body, for rendering and measuring rows at import
+	// metricsOut is --metrics-file and --metrics-addr, checked and
+	// listening before anything is sent; nil without them.
+	metricsOut *metricsOutput
 }
 
 func newRunCmd(ios *IO, logger func() (*slog.Logger, error)) *cobra.Command {
@@ -171,6 +177,9 @@ identity (default 1). Credentials come from the standard AWS chain
 	f.BoolVar(&o.sandbox, "sandbox", false, "send to an in-process sandbox API instead of Meta (no account needed); webhooks go to CAMPAIGN.webhooks.jsonl")
 	f.BoolVar(&o.json, "json", false, "print the final counts as one JSON object on stdout")
 	f.DurationVar(&o.progressEvery, "progress-interval", 5*time.Second, "how often to print a progress line when stderr is not a terminal")
+	f.StringVar(&o.metricsFile, "metrics-file", "", "write Prometheus metrics to this file (text format, atomically) during the run and at exit, for node_exporter's textfile collector (name it *.prom)")
+	f.StringVar(&o.metricsAddr, "metrics-addr", "", "serve Prometheus metrics at http://HOST:PORT/metrics while the run runs, e.g. 127.0.0.1:9465")
+	f.DurationVar(&o.metricsEvery, "metrics-interval", 5*time.Second, "how often to write --metrics-file")
 	f.StringVar(&o.channel, "channel", "whatsapp", "whatsapp (Cloud API template messages) or sms (AWS End User Messaging SMS); fixed on the first run")
 	f.StringVar(&o.text, "text", "", "SMS: the message body, with {{column}} placeholders filled from the CSV's columns")
 	f.StringVar(&o.textFile, "text-file", "", "SMS: read the message body from this file (UTF-8)")
@@ -210,6 +219,9 @@ func runRun(ctx context.Context, ios *IO, o *runOptions) error {
 		o.waba = strings.TrimSpace(ios.Getenv("WHATSAPP_WABA_ID"))
 	}
 	if err := o.validate(); err != nil {
+		return err
+	}
+	if err := o.checkMetricsFlags(); err != nil {
 		return err
 	}
 	if _, err := os.Stat(o.csv); err != nil {
@@ -285,6 +297,10 @@ func runRun(ctx context.Context, ios *IO, o *runOptions) error {
 		return err
 	}
 	defer lock.Release()
+	if err := o.openMetrics(); err != nil {
+		return err
+	}
+	defer o.metricsOut.close()
 	st, err := store.Open(db)
 	if err != nil {
 		return err
@@ -402,14 +418,18 @@ func (o *runOptions) send(ctx, runCtx context.Context, ios *IO, st *store.Store,
 // progress, the summary and why the campaign is unfinished. api names
 // where the requests go, for the log.
 func (o *runOptions) drive(ctx, runCtx context.Context, ios *IO, st *store.Store, counts campaign.Counts, cfg engine.Config, api string) error {
+	o.metricsOut.attach(ctx, st, &cfg, campaign.Channel(o.channel))
+	defer o.metricsOut.finish()
 	eng := engine.New(cfg)
 	// The campaign's history: this run, and every request it makes.
 	bi, _ := debug.ReadBuildInfo()
-	run, err := st.BeginRun(runCtx, store.Run{StartedAt: time.Now(), PID: os.Getpid(), Version: versionOf(bi).Version,
+	started := time.Now()
+	run, err := st.BeginRun(runCtx, store.Run{StartedAt: started, PID: os.Getpid(), Version: versionOf(bi).Version,
 		Rate: cfg.Rate, Senders: cfg.Senders})
 	if err != nil {
 		return err
 	}
+	o.metricsOut.start(eng, started)
 	o.log.Info("sending", "rows", counts.Pending, "senders", len(cfg.Senders), "rate_per_sender", cfg.Rate, "api", api)
 	prog := startProgress(ios, eng, counts, o.progressEvery)
 	runErr := eng.Run(runCtx)

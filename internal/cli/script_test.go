@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -62,6 +63,13 @@ func TestScripts(t *testing.T) {
 			env.Setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9")
 			return nil
 		},
+		// [root]: permissions do not stop this user (a container's root).
+		Condition: func(cond string) (bool, error) {
+			if cond == "root" {
+				return os.Geteuid() == 0, nil
+			}
+			return false, fmt.Errorf("unknown condition %q", cond)
+		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"sandbox":    cmdSandbox,
 			"smssandbox": cmdSMSSandbox,
@@ -74,6 +82,7 @@ func TestScripts(t *testing.T) {
 			"pretty":     cmdPretty,
 			"utf16":      cmdUTF16,
 			"csvcut":     cmdCSVCut,
+			"listen":     cmdListen,
 		},
 	})
 }
@@ -362,6 +371,18 @@ func cmdExitCode(ts *testscript.TestScript, neg bool, args []string) {
 	if (string(b) == args[0]) == neg {
 		ts.Fatalf("exit code %s, want %s", b, args[0])
 	}
+}
+
+// listen VAR listens on a free port of 127.0.0.1 for the rest of the
+// script and sets $VAR to its address: an address in use.
+func cmdListen(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 1 || neg {
+		ts.Fatalf("usage: listen VAR")
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	ts.Check(err)
+	ts.Defer(func() { l.Close() })
+	ts.Setenv(args[0], l.Addr().String())
 }
 
 // csvcut IN OUT N writes the first N columns of CSV file IN to OUT, so a

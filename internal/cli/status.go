@@ -42,6 +42,7 @@ type statusOptions struct {
 	callingCodes string
 	watch        bool
 	interval     time.Duration
+	metrics      bool
 }
 
 func newStatusCmd(ios *IO) *cobra.Command {
@@ -52,7 +53,11 @@ func newStatusCmd(ios *IO) *cobra.Command {
 		Long: `Status reads the checkpoint (it works while a run is going on) and shows how
 many rows are in each state, the errors by code, each sender number's counts,
 retries scheduled, rows in doubt, the rate achieved in the last minute and an
-ETA. With --json it prints one object; its fields are only ever added to.`,
+ETA. With --json it prints one object; its fields are only ever added to.
+With --metrics it prints the checkpoint's gauges in the Prometheus text
+format (rows by state, rows in doubt, the last successful send, the last
+run's start, end and configured rate), e.g. for a cron job that writes
+them for node_exporter's textfile collector.`,
 		Args: checkpointArgs(&o.db),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runStatus(cmd.Context(), ios, o)
@@ -64,6 +69,7 @@ ETA. With --json it prints one object; its fields are only ever added to.`,
 	cmd.Flags().StringVar(&o.callingCodes, "calling-codes", "", "Meta's country-calling-code to market list, for a --rate-card without codes")
 	cmd.Flags().BoolVar(&o.watch, "watch", false, "show the status again every --interval until interrupted: redrawn on a terminal; otherwise a line (or with --json an object) each time")
 	cmd.Flags().DurationVar(&o.interval, "interval", 5*time.Second, "with --watch, how often")
+	cmd.Flags().BoolVar(&o.metrics, "metrics", false, "print the checkpoint's gauges in the Prometheus text format on stdout")
 	return cmd
 }
 
@@ -123,6 +129,9 @@ type statusJSON struct {
 }
 
 func runStatus(ctx context.Context, ios *IO, o *statusOptions) error {
+	if o.metrics && (o.json || o.rateCard != "" || o.watch) {
+		return usagef("", "--metrics prints the Prometheus text format alone: drop --json, --rate-card and --watch")
+	}
 	st, err := openExisting(o.db)
 	if err != nil {
 		return err
@@ -137,6 +146,9 @@ func runStatus(ctx context.Context, ios *IO, o *statusOptions) error {
 	}
 	if err != nil {
 		return err
+	}
+	if o.metrics {
+		return printMetrics(ctx, ios, st, settings)
 	}
 	if o.callingCodes != "" && o.rateCard == "" {
 		return usagef("", "--calling-codes goes with --rate-card")

@@ -28,6 +28,20 @@ func (s *Store) Counts(ctx context.Context) (campaign.Counts, error) {
 	return c, err
 }
 
+// LastSent returns when the provider last accepted a row of the campaign
+// (the latest sent_at, kept when a webhook later delivers or reads the
+// row); ok is false when it accepted none.
+func (s *Store) LastSent(ctx context.Context) (t time.Time, ok bool, err error) {
+	var v sql.NullInt64
+	if err := s.db.QueryRowContext(ctx, `SELECT MAX(sent_at) FROM recipients`).Scan(&v); err != nil {
+		return time.Time{}, false, fmt.Errorf("last sent: %w", err)
+	}
+	if !v.Valid {
+		return time.Time{}, false, nil
+	}
+	return time.UnixMilli(v.Int64), true, nil
+}
+
 // Report is what `bulksend status` shows.
 type Report struct {
 	Counts   campaign.Counts

@@ -577,3 +577,25 @@ func TestAttemptsRecord(t *testing.T) {
 		t.Fatalf("runs = %+v", runs)
 	}
 }
+
+func TestLastSent(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t, phones(3, "A")...)
+	if _, ok, err := s.LastSent(ctx); ok || err != nil {
+		t.Fatalf("nothing sent yet: ok %v, err %v", ok, err)
+	}
+	now := time.UnixMilli(1_750_000_000_000)
+	if _, err := s.Claim(ctx, "A", now, 3); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Record(ctx, []engine.Result{
+		{Row: 1, Outcome: engine.OutcomeSent, WAMID: "w1", At: now.Add(2 * time.Second)},
+		{Row: 2, Outcome: engine.OutcomeSent, WAMID: "w2", At: now.Add(time.Second)},
+		{Row: 3, Outcome: engine.OutcomeFailed, Code: 131026, At: now.Add(3 * time.Second)}, // no success
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok, err := s.LastSent(ctx); !ok || err != nil || !got.Equal(now.Add(2*time.Second)) {
+		t.Fatalf("LastSent = %v %v %v, want the later of two sends", got, ok, err)
+	}
+}
