@@ -75,6 +75,7 @@ func TestScripts(t *testing.T) {
 			"pretty":     cmdPretty,
 			"utf16":      cmdUTF16,
 			"csvcut":     cmdCSVCut,
+			"sqlite":     cmdSQLite,
 		},
 	})
 }
