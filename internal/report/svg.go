@@ -303,7 +303,15 @@ func rateCharts(r *Report, maxPanels int) ([]template.HTML, int) {
 	panels = panels[:len(panels)-hidden]
 	if len(senderIdx) > 1 {
 		all.name = fmt.Sprintf("all %d numbers", len(senderIdx))
-		all.summary = fmt.Sprintf("%s accepted · %s throttled · configured: the sum of the numbers' rates", num(allAccepted), num(allThrottled))
+		var messages int64
+		for _, sd := range r.Senders {
+			messages += sd.Accepted
+		}
+		accepted := num(messages) + " accepted"
+		if unit == "parts/s" {
+			accepted += " (" + num(allAccepted) + " parts)"
+		}
+		all.summary = fmt.Sprintf("%s · %s throttled · configured: the sum of the numbers' rates", accepted, num(allThrottled))
 		panels = append([]ratePanel{all}, panels...)
 	}
 	var out []template.HTML
@@ -403,12 +411,14 @@ func ratePanelChart(id string, ser Series, pan ratePanel, unit string) template.
 			s.rect(bx0, sy+stripH-bh, max(bx1-bx0, 1.5), bh, "thr", "url(#"+id+"-hatch)")
 		}
 	}
-	// Direct labels: the configured rate where it is first drawn, and the
-	// throttle strip's scale.
+	// Direct labels: the configured rate where it is first drawn and
+	// wherever a run changed it (if there is room), and the throttle
+	// strip's scale.
+	last := -1.0
 	for i := range ser.Segments {
-		if rate := pan.rate[i]; rate > 0 {
+		if rate := pan.rate[i]; rate > 0 && rate != last && (last < 0 || lay.x1[i]-lay.x0[i] > 130) {
 			s.text(lay.x0[i]+4, y(rate)-4, "start", "cfglbl", "configured "+short(rate)+" "+unit)
-			break
+			last = rate
 		}
 	}
 	s.text(left-6, sy+10, "end", "thrlbl", "throttled")
