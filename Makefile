@@ -86,13 +86,13 @@ report-screenshot: build
 	./$(BIN) report $(SHOT)/campaign.csv -o $(SHOT)/report.html --json > $(SHOT)/report.json && \
 	echo "report: $(SHOT)/report.html ($(SHOT)/report.json)" && \
 	echo "== check the page's figures against the checkpoint" && \
-	BULKSEND_REPORT_HTML=$$(pwd)/$(SHOT)/report.html BULKSEND_REPORT_DB=$$(pwd)/$(SHOT)/campaign.bulksend.db \
+	BULKSEND_REPORT_HTML=$(abspath $(SHOT))/report.html BULKSEND_REPORT_DB=$(abspath $(SHOT))/campaign.bulksend.db \
 		$(GO) test -count=1 -run '^TestReportFileMatchesCheckpoint$$' ./internal/report && \
 	if [ -n "$(CHROMIUM)" ]; then \
 		profile=$$(mktemp -d) && \
 		"$(CHROMIUM)" --headless --no-sandbox --disable-gpu --disable-background-networking --disable-component-update \
 			--disable-sync --no-first-run --user-data-dir=$$profile --hide-scrollbars --window-size=1400,6400 \
-			--screenshot=$(SHOT)/report.png "file://$$(pwd)/$(SHOT)/report.html" 2>$(SHOT)/chromium.log; rc=$$?; rm -rf $$profile; \
+			--screenshot=$(SHOT)/report.png "file://$(abspath $(SHOT))/report.html" 2>$(SHOT)/chromium.log; rc=$$?; rm -rf $$profile; \
 		[ $$rc -eq 0 ] && [ -s $(SHOT)/report.png ] || { echo "chromium failed (exit $$rc): see $(SHOT)/chromium.log" >&2; exit 1; }; \
 		echo "screenshot: $(SHOT)/report.png"; \
 	else echo "report-screenshot: no chromium on PATH (apt-get install chromium): skipped the screenshot"; fi; \
