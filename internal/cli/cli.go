@@ -226,7 +226,7 @@ crash, a Ctrl-C or an API outage never sends a message twice or skips one.
 		}
 		return nil, usagef("", "invalid --log-format %q: want text or json", logFormat)
 	}
-	root.AddCommand(newRunCmd(ios, logger), newStatusCmd(ios), newExportCmd(ios), newReconcileCmd(ios, logger), newSandboxCmd(ios, logger), newVersionCmd(ios))
+	root.AddCommand(newRunCmd(ios, logger), newStatusCmd(ios), newExportCmd(ios), newReconcileCmd(ios, logger), newSandboxCmd(ios, logger), newReportCmd(ios), newVersionCmd(ios))
 	return root
 }
 

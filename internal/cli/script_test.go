@@ -83,6 +83,7 @@ func TestScripts(t *testing.T) {
 			"utf16":      cmdUTF16,
 			"csvcut":     cmdCSVCut,
 			"listen":     cmdListen,
+			"sqlite":     cmdSQLite,
 		},
 	})
 }

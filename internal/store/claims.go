@@ -287,6 +287,10 @@ type AttemptRow struct {
 	Latency time.Duration
 	Class   string
 	Code    int
+	// Parts is the row's SMS message parts (1 for a WhatsApp row), what
+	// the attempt cost its sender's pacer; filled by ScanAttempts with
+	// parts only, else 0.
+	Parts int
 }
 
 // EachAttempt calls fn for every attempt recorded, in the order they

@@ -210,20 +210,9 @@ func (s *Store) Report(ctx context.Context, now time.Time) (Report, error) {
 			err = s.query(ctx, query, scan, args...)
 		}
 	}
-	// A provider without error codes (AWS) names its failures by reason:
-	// those group by it.
-	q(`SELECT status, COALESCE(error_code, 0), COALESCE(MAX(error_title), ''), COUNT(*) FROM recipients
-		WHERE error_code IS NOT NULL OR (error_title IS NOT NULL AND status IN ('failed', 'in_doubt', 'pending'))
-		GROUP BY status, error_code, CASE WHEN error_code IS NULL THEN fail_reason END ORDER BY COUNT(*) DESC`, func(rows *sql.Rows) error {
-		var e ErrorCount
-		var st string
-		if err := rows.Scan(&st, &e.Code, &e.Title, &e.Rows); err != nil {
-			return err
-		}
-		e.Status = campaign.Status(st)
-		r.ByError = append(r.ByError, e)
-		return nil
-	})
+	if err == nil {
+		r.ByError, err = s.ErrorCounts(ctx)
+	}
 	// A throttled try gives its attempt back: such a row waiting out its
 	// backoff is retrying too.
 	q(`SELECT COUNT(*), COALESCE(MIN(next_at), 0) FROM recipients WHERE status = 'pending' AND (attempts > 0 OR throttles > 0)`, func(rows *sql.Rows) error {
@@ -252,6 +241,27 @@ func (s *Store) Report(ctx context.Context, now time.Time) (Report, error) {
 	}
 	sort.Slice(r.Deliveries, func(i, j int) bool { return r.Deliveries[i] < r.Deliveries[j] })
 	return r, nil
+}
+
+// ErrorCounts counts the failed, retrying and in-doubt rows by status and
+// last error, most rows first (Report.ByError).
+func (s *Store) ErrorCounts(ctx context.Context) ([]ErrorCount, error) {
+	var out []ErrorCount
+	// A provider without error codes (AWS) names its failures by reason:
+	// those group by it.
+	err := s.query(ctx, `SELECT status, COALESCE(error_code, 0), COALESCE(MAX(error_title), ''), COUNT(*) FROM recipients
+		WHERE error_code IS NOT NULL OR (error_title IS NOT NULL AND status IN ('failed', 'in_doubt', 'pending'))
+		GROUP BY status, error_code, CASE WHEN error_code IS NULL THEN fail_reason END ORDER BY COUNT(*) DESC`, func(rows *sql.Rows) error {
+		var e ErrorCount
+		var st string
+		if err := rows.Scan(&st, &e.Code, &e.Title, &e.Rows); err != nil {
+			return err
+		}
+		e.Status = campaign.Status(st)
+		out = append(out, e)
+		return nil
+	})
+	return out, err
 }
 
 // ExportRow is one recipient as `bulksend export` writes it.
