@@ -49,7 +49,7 @@ var exportHeader = []string{"row", "phone", "from", "status", "attempts", "wamid
 	"parts", "encoding", "throttles", "billed_parts", "charged_usd"}
 
 func runExport(ctx context.Context, ios *IO, o *exportOptions) error {
-	st, err := openExisting(o.db)
+	st, err := openForReading(o.db)
 	if err != nil {
 		return err
 	}

@@ -92,7 +92,7 @@ func runReconcile(ctx context.Context, ios *IO, o *reconcileOptions, log *slog.L
 		return err
 	}
 	defer lock.Release()
-	st, err := openExisting(o.db)
+	st, err := openForReading(o.db)
 	if err != nil {
 		return err
 	}

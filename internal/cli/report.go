@@ -86,10 +86,10 @@ func runReport(ctx context.Context, ios *IO, o *reportOptions) error {
 	return nil
 }
 
-// openForReading opens the checkpoint at db for a command that only reads
-// it: a missing file, or one that is not a bulksend checkpoint, is a usage
-// error (exit 2), and is left as it was (store.Open would make any SQLite
-// file a checkpoint).
+// openForReading opens the checkpoint of a campaign that exists, for
+// status, export, report and reconcile: a missing file, or one that is not
+// a bulksend checkpoint, is a usage error (exit 2) and is left as it was
+// (store.Open would make any SQLite file a checkpoint).
 func openForReading(db string) (*store.Store, error) {
 	fi, err := os.Stat(db)
 	if err != nil {

@@ -87,13 +87,6 @@ func checkpointArgs(db *string) cobra.PositionalArgs {
 	}
 }
 
-func openExisting(db string) (*store.Store, error) {
-	if _, err := os.Stat(db); err != nil {
-		return nil, usagef("run 'bulksend run CAMPAIGN.csv' first, or point --db at the checkpoint", "no checkpoint: %w", err)
-	}
-	return store.Open(db)
-}
-
 type statusJSON struct {
 	campaign.Counts
 	CampaignID   string                                  `json:"campaign_id"`
@@ -132,7 +125,7 @@ func runStatus(ctx context.Context, ios *IO, o *statusOptions) error {
 	if o.metrics && (o.json || o.rateCard != "" || o.watch) {
 		return usagef("", "--metrics prints the Prometheus text format alone: drop --json, --rate-card and --watch")
 	}
-	st, err := openExisting(o.db)
+	st, err := openForReading(o.db)
 	if err != nil {
 		return err
 	}
@@ -326,7 +319,7 @@ func watchStatus(ctx context.Context, ios *IO, settings store.Settings, card *pr
 	t := time.NewTicker(o.interval)
 	defer t.Stop()
 	for {
-		st, err := openExisting(o.db)
+		st, err := openForReading(o.db)
 		if err != nil {
 			return err
 		}
