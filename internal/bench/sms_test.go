@@ -161,12 +161,12 @@ func isolateAWS(b *testing.B) {
 //     (last acceptance − first acceptance). The parts of every message but
 //     the last went out in that span; the last message's are owed after
 //     it. A pacer of exactly r parts/s scores r, whatever the run's
-//     length, and the pacer's own target is 0.98 × 10 (pace.Headroom).
+//     length, and the pacer's own target is pace.Paced(10) = 9.8.
 //   - windows over = the sends the sandbox's budget throttled, each one a
 //     message that would have put more than 10 parts in some window of one
 //     second (see smssandbox/budget.go); max window is the most parts the
 //     budget counted in any window of accepted messages (≤ 10 always).
-//   - of pacer = achieved ÷ (10 × pace.Headroom): 100% when the engine
+//   - of pacer = achieved ÷ pace.Paced(10): 100% when the engine
 //     (claims of one row at this rate, the gate, the round trips) loses
 //     nothing beyond the pacer's deliberate 2% of headroom.
 //   - squeeze = the most two consecutive acceptances came closer than the
@@ -289,7 +289,7 @@ func BenchmarkSMSPacing(b *testing.B) {
 			slices.SortFunc(es, func(a, b smsEvent) int { return cmp.Compare(a.At, b.At) })
 			lastParts[id] = es[len(es)-1].Parts
 			for i := 1; i < len(es); i++ {
-				spacing := 1000 * float64(es[i-1].Parts) / (mps * pace.Headroom)
+				spacing := 1000 * float64(es[i-1].Parts) / pace.Paced(mps)
 				squeeze[id] = max(squeeze[id], spacing-float64(es[i].At-es[i-1].At))
 			}
 		}
@@ -300,16 +300,16 @@ func BenchmarkSMSPacing(b *testing.B) {
 		// consecutive charges span boundaries that follow at least
 		// MPS+1−maxParts parts.
 		maxParts := slices.Max(slices.Collect(maps.Keys(byParts)))
-		minSlack := float64(int(mps)+1-maxParts) * (1/(mps*pace.Headroom) - 1/mps)
+		minSlack := float64(int(mps)+1-maxParts) * (1/pace.Paced(mps) - 1/mps)
 		fmt.Printf("sms pacing: %d rows (%d of 1 part, %d of 2, %d of 3; %d UCS-2), %d parts, %d identities at %g parts/s (the pacer's own: %g)\n",
-			rows, byParts[1], byParts[2], byParts[3], ucs2, planned.Planned, len(ids), mps, mps*pace.Headroom)
+			rows, byParts[1], byParts[2], byParts[3], ucs2, planned.Planned, len(ids), mps, pace.Paced(mps))
 		fmt.Printf("  sandbox: %g MPS per identity, latency 75±25 ms, no faults; a send arriving more than %.1f ms late, the next on time, is throttled\n",
 			mps, 1000*minSlack)
 		fmt.Printf("  %-14s %5s %6s %7s %8s %8s %7s %9s %12s %10s %9s %9s\n",
 			"identity", "rows", "parts", "span s", "parts/s", "of limit", "target", "of pacer", "windows over", "max window", "throttled", "squeeze")
 		line := func(name string, rows, parts int64, span, achieved, limit float64, over int64, maxWin string, throttled int64, squeeze string) {
 			fmt.Printf("  %-14s %5d %6d %7.2f %8.3f %7.2f%% %6.0f%% %8.2f%% %12d %10s %9d %9s\n", name, rows, parts, span, achieved,
-				100*achieved/limit, 100*target, 100*achieved/(limit*pace.Headroom), over, maxWin, throttled, squeeze)
+				100*achieved/limit, 100*target, 100*achieved/pace.Paced(limit), over, maxWin, throttled, squeeze)
 		}
 		var sum float64
 		var over int64

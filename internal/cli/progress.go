@@ -2,7 +2,10 @@ package cli
 
 import (
 	"fmt"
+	"maps"
 	"os"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -53,7 +56,7 @@ func startProgress(ios *IO, eng *engine.Engine, start campaign.Counts, interval 
 				s := eng.Stats()
 				settled := s.Sent + s.Failed + s.InDoubt
 				if bar != nil {
-					bar.Describe(fmt.Sprintf("sent %d · failed %d · retrying %d · in doubt %d", s.Sent, s.Failed, s.Retries, s.InDoubt))
+					bar.Describe(fmt.Sprintf("sent %d · failed %d · retrying %d · in doubt %d%s", s.Sent, s.Failed, s.Retries, s.InDoubt, learnedList(" · accepts ", s.Learned)))
 					bar.Set64(settled)
 					continue
 				}
@@ -84,8 +87,21 @@ func progressLine(s engine.Stats, total int64, now time.Time) string {
 	if total > 0 {
 		pct = 100 * float64(settled) / float64(total)
 	}
-	return fmt.Sprintf("bulksend: progress: %d/%d (%.1f%%) · %.0f msg/s · sent %d · failed %d · retrying %d · throttled %d · in doubt %d · in flight %d · ETA %s",
-		settled, total, pct, rate, s.Sent, s.Failed, s.Retries, s.Throttled, s.InDoubt, s.InFlight, eta)
+	return fmt.Sprintf("bulksend: progress: %d/%d (%.1f%%) · %.0f msg/s · sent %d · failed %d · retrying %d · throttled %d · in doubt %d · in flight %d · ETA %s%s",
+		settled, total, pct, rate, s.Sent, s.Failed, s.Retries, s.Throttled, s.InDoubt, s.InFlight, eta, learnedList(" · accepts ", s.Learned))
+}
+
+// learnedList is " · accepts A ≈300/s, B ≈80/s" (after prefix) for the
+// numbers that accept less than the rate; "" when none.
+func learnedList(prefix string, learned map[string]float64) string {
+	if len(learned) == 0 {
+		return ""
+	}
+	var parts []string
+	for _, s := range slices.Sorted(maps.Keys(learned)) {
+		parts = append(parts, fmt.Sprintf("%s ≈%.0f/s", s, learned[s]))
+	}
+	return prefix + strings.Join(parts, ", ")
 }
 
 // printSummary prints the final counts; they always add up to the rows.
@@ -101,6 +117,9 @@ func printSummary(ios *IO, c campaign.Counts, s engine.Stats) {
 	}
 	fmt.Fprintf(ios.Err, "bulksend: this run: %d accepted%s, %d failed, %d retries scheduled, %d throttled, %d in doubt, in %s (%.1f msg/s)\n",
 		s.Sent, held, s.Failed, s.Retries, s.Throttled, s.InDoubt, el.Round(time.Millisecond), rate)
+	for _, n := range slices.Sorted(maps.Keys(s.Learned)) {
+		fmt.Fprintf(ios.Err, "bulksend: number %s accepts about %.0f/s, less than --rate: pass --rate %.0f for it (a resume starts it there)\n", n, s.Learned[n], s.Learned[n])
+	}
 	fmt.Fprintf(ios.Err, "bulksend: campaign: %s\n", countsLine(c))
 }
 

@@ -14,9 +14,11 @@ import (
 	"hash/fnv"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -414,12 +416,42 @@ func (o *runOptions) send(ctx, runCtx context.Context, ios *IO, st *store.Store,
 	}, apiURL)
 }
 
+// seedLearned starts each sender number at the limit the last run that
+// learned one found, when it is below the rate: a resume is not throttled
+// again to find it, and probes up from there.
+func (o *runOptions) seedLearned(ctx context.Context, st *store.Store, cfg *engine.Config) error {
+	runs, err := st.Runs(ctx)
+	if err != nil {
+		return err
+	}
+	for _, r := range slices.Backward(runs) {
+		if r.Learned == nil {
+			continue
+		}
+		for _, s := range cfg.Senders {
+			if l, ok := r.Learned[s]; ok && cfg.Rate > 0 && l < cfg.Rate {
+				if cfg.Learned == nil {
+					cfg.Learned = map[string]float64{}
+				}
+				cfg.Learned[s] = l
+				o.log.Info(fmt.Sprintf("number %s starts at %.0f/s, what run %d found it accepts; it is probed up to --rate %g", s, l, r.ID, cfg.Rate),
+					"sender", s, "learned_per_second", math.Round(l), "run", r.ID)
+			}
+		}
+		break
+	}
+	return nil
+}
+
 // drive runs the engine over the checkpoint's due rows and reports: the
 // progress, the summary and why the campaign is unfinished. api names
 // where the requests go, for the log.
 func (o *runOptions) drive(ctx, runCtx context.Context, ios *IO, st *store.Store, counts campaign.Counts, cfg engine.Config, api string) error {
 	o.metricsOut.attach(ctx, st, &cfg, campaign.Channel(o.channel))
 	defer o.metricsOut.finish()
+	if err := o.seedLearned(ctx, st, &cfg); err != nil {
+		return err
+	}
 	eng := engine.New(cfg)
 	// The campaign's history: this run, and every request it makes.
 	bi, _ := debug.ReadBuildInfo()
@@ -434,7 +466,7 @@ func (o *runOptions) drive(ctx, runCtx context.Context, ios *IO, st *store.Store
 	prog := startProgress(ios, eng, counts, o.progressEvery)
 	runErr := eng.Run(runCtx)
 	prog.stop()
-	if err := st.EndRun(ctx, run, time.Now()); err != nil {
+	if err := st.EndRun(ctx, run, time.Now(), eng.Stats().Learned); err != nil {
 		return errors.Join(runErr, err)
 	}
 

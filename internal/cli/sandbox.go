@@ -246,6 +246,7 @@ GET /_sandbox/sms/stats shows its counters.`,
 	f.DurationVar(&c.PairInterval, "pair-interval", 6*time.Second, "pair rate limit: one message per recipient per interval (negative: off)")
 	f.DurationVar(&c.Latency, "latency", c.Latency, "answer latency")
 	f.DurationVar(&c.Jitter, "jitter", c.Jitter, "± uniform jitter on the latency")
+	f.DurationVar(&c.ArrivalJitter, "arrival-jitter", 0, "± uniform delay before a request counts against its number's limit: a network that bunches requests")
 	f.Float64Var(&c.TransientRate, "transient-rate", c.TransientRate, "fraction answered 131000, 131016 or 503")
 	f.Float64Var(&c.PermanentRate, "permanent-rate", c.PermanentRate, "fraction answered 131026 (undeliverable)")
 	f.Float64Var(&c.LateRate, "late-rate", c.LateRate, "fraction accepted but answered after --late-delay (client times out: in doubt)")

@@ -196,6 +196,15 @@ func cmdSandbox(ts *testscript.TestScript, neg bool, args []string) {
 				n.MessagingLimit = val
 			}
 			cfg.Numbers[id] = n
+		case "numberrate":
+			// numberrate=NUMBER-ID:N: that number allows N messages a second.
+			id, val, _ := strings.Cut(v, ":")
+			n, err := strconv.ParseFloat(val, 64)
+			ts.Check(err)
+			if cfg.Rates == nil {
+				cfg.Rates = map[string]float64{}
+			}
+			cfg.Rates[id] = n
 		case "marketingoff":
 			cfg.MarketingOffOnCloudAPI = v == "1"
 		case "held":

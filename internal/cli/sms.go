@@ -353,7 +353,7 @@ func (o *runOptions) printSMSPlan(ctx context.Context, ios *IO, st *store.Store,
 	for _, id := range slices.Sorted(maps.Keys(pending)) {
 		d := time.Duration(0)
 		if s.Rate > 0 {
-			d = time.Duration(float64(pending[id]) / (s.Rate * pace.Headroom) * float64(time.Second))
+			d = time.Duration(float64(pending[id]) / pace.Paced(s.Rate) * float64(time.Second))
 		}
 		slowest = max(slowest, d)
 		fmt.Fprintf(w, "identity %s: %d parts to send at %g parts/s, about %s\n", id, pending[id], s.Rate, roundETA(d))

@@ -119,6 +119,12 @@ type statusJSON struct {
 	Channel campaign.Channel `json:"channel"`
 	Buckets campaign.Buckets `json:"buckets"`
 	Parts   *store.Parts     `json:"parts,omitempty"` // SMS only
+
+	// Learned: the sender numbers the last run that found one accepted
+	// less than its rate, with what they accept per second.
+	Learned    map[string]float64 `json:"learned_per_second,omitempty"`
+	LearnedRun int64              `json:"learned_in_run,omitempty"`
+	LearnedOf  float64            `json:"learned_rate,omitempty"` // that run's --rate
 }
 
 func runStatus(ctx context.Context, ios *IO, o *statusOptions) error {
@@ -211,6 +217,16 @@ func writeStatus(ctx context.Context, w io.Writer, st *store.Store, settings sto
 	if h, ok := store.Holder(o.db); ok {
 		out.LockedBy = h
 	}
+	runs, err := st.Runs(ctx)
+	if err != nil {
+		return err
+	}
+	for _, run := range slices.Backward(runs) {
+		if run.Learned != nil {
+			out.Learned, out.LearnedRun, out.LearnedOf = run.Learned, run.ID, run.Rate
+			break
+		}
+	}
 	if o.json {
 		return json.NewEncoder(w).Encode(out)
 	}
@@ -301,6 +317,12 @@ func writeStatus(ctx context.Context, w io.Writer, st *store.Store, settings sto
 	}
 	if out.Deliveries > 0 {
 		fmt.Fprintf(w, "\ntime to delivered (%d messages): p50 %.1fs · p90 %.1fs · p99 %.1fs\n", out.Deliveries, out.DeliveryP50, out.DeliveryP90, out.DeliveryP99)
+	}
+	if len(out.Learned) > 0 {
+		fmt.Fprintf(w, "\nnumbers slower than --rate %g (run %d found):\n", out.LearnedOf, out.LearnedRun)
+		for _, n := range slices.Sorted(maps.Keys(out.Learned)) {
+			fmt.Fprintf(w, "  %-20s accepts about %.0f/s\n", n, out.Learned[n])
+		}
 	}
 	return nil
 }

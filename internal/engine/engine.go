@@ -157,6 +157,10 @@ type Config struct {
 	Unreachable  int            // consecutive never-sent errors that stop the run; default 50
 	Jitter       func() float64 // uniform in [0,1) for backoff jitter; default math/rand/v2
 
+	// Learned are limits an earlier run learned, per sender number: each
+	// starts there, below Rate, and is probed up after a quiet spell.
+	Learned map[string]float64
+
 	Observer Observer // nil: none
 	Log      *slog.Logger
 }
@@ -195,14 +199,18 @@ type Stats struct {
 	InDoubt   int64
 	InFlight  int
 	Limit     int // current concurrency bound
+	// Learned holds the sender numbers that throttles showed to accept
+	// less than the configured rate, with what they accept per second.
+	Learned map[string]float64
 }
 
 // Engine runs one campaign. Make it with New; run it once.
 type Engine struct {
-	cfg   Config
-	pacer *pace.Pacer
-	gate  *gate
-	log   *slog.Logger
+	cfg     Config
+	pacer   *pace.Pacer
+	learned sync.Map // sender -> true once the log said what it accepts
+	gate    *gate
+	log     *slog.Logger
 
 	results chan done
 	stopReq context.CancelFunc // stops claiming (fatal error, unreachable)
@@ -261,9 +269,13 @@ func New(cfg Config) *Engine {
 		cfg.Observer = noObserver{}
 	}
 	total := cfg.Rate * float64(len(cfg.Senders))
+	pacer := pace.New(cfg.Rate)
+	for s, l := range cfg.Learned {
+		pacer.Seed(s, l, time.Now())
+	}
 	return &Engine{
 		cfg:      cfg,
-		pacer:    pace.New(cfg.Rate),
+		pacer:    pacer,
 		gate:     newGate(cfg.Concurrency, total),
 		log:      cfg.Log,
 		results:  make(chan done, 4096),
@@ -279,7 +291,23 @@ func (e *Engine) Stats() Stats {
 	return Stats{
 		Started: e.started, Sent: e.sent.Load(), Held: e.held.Load(), Failed: e.failed.Load(), Retries: e.retries.Load(),
 		Throttled: e.throttled.Load(), InDoubt: e.inDoubt.Load(), InFlight: used, Limit: limit,
+		Learned: e.learnedLimits(),
 	}
+}
+
+// learnedLimits returns the senders whose learned limit is below the
+// configured rate; nil when none is.
+func (e *Engine) learnedLimits() map[string]float64 {
+	var out map[string]float64
+	for _, s := range e.cfg.Senders {
+		if l := e.pacer.Learned(s); e.cfg.Rate > 0 && l < e.cfg.Rate {
+			if out == nil {
+				out = map[string]float64{}
+			}
+			out[s] = l
+		}
+	}
+	return out
 }
 
 // Rested returns the sender numbers rested so far, in the order they were
@@ -378,7 +406,8 @@ func (e *Engine) dispatch(ctx, parent context.Context, sender string, sends *syn
 	}()
 	for jobs := range batches {
 		for i, j := range jobs {
-			if ok := e.slot(ctx, sender, j.Cost); !ok {
+			slot, ok := e.slot(ctx, sender, j.Cost)
+			if !ok {
 				// Stopped, or resting: rows claimed do not wait out a rest
 				// as sending (a crash would leave them in doubt); they go
 				// back due at its end, and the claimer waits it out.
@@ -388,7 +417,7 @@ func (e *Engine) dispatch(ctx, parent context.Context, sender string, sends *syn
 			sends.Add(1)
 			// In-flight requests outlive a cancelled run: they are bounded
 			// by the request timeout and their answers must be recorded.
-			go e.send(context.WithoutCancel(parent), j, sends)
+			go e.send(context.WithoutCancel(parent), j, slot, sends)
 		}
 	}
 	return <-claimErr
@@ -397,9 +426,9 @@ func (e *Engine) dispatch(ctx, parent context.Context, sender string, sends *syn
 // slot waits until a request of sender that costs cost may leave: a slot
 // in flight and the pacer's send slot. It reports false when ctx is done
 // or the run rests.
-func (e *Engine) slot(ctx context.Context, sender string, cost int) bool {
+func (e *Engine) slot(ctx context.Context, sender string, cost int) (pace.Send, bool) {
 	if !e.RestUntil().IsZero() {
-		return false
+		return pace.Send{}, false
 	}
 	start := time.Now()
 	defer func() { e.cfg.Observer.Waited(sender, time.Since(start)) }()
@@ -407,19 +436,21 @@ func (e *Engine) slot(ctx context.Context, sender string, cost int) bool {
 	// other way round, a send held up by the gate would leave late and the
 	// next one at once, two requests back to back.
 	if err := e.gate.acquire(ctx); err != nil {
-		return false
+		return pace.Send{}, false
 	}
-	if err := e.pacer.WaitN(ctx, sender, cost); err != nil {
+	slot, err := e.pacer.WaitN(ctx, sender, cost)
+	if err != nil {
 		e.gate.giveBack()
-		return false
+		return pace.Send{}, false
 	}
 	// Checked again: a rest or a stop that came while this waited in the
 	// gate or the pacer must hold this request too.
 	if ctx.Err() != nil || !e.RestUntil().IsZero() {
 		e.gate.giveBack()
-		return false
+		e.pacer.Answered(slot, pace.NotCounted, time.Now())
+		return pace.Send{}, false
 	}
-	return true
+	return slot, true
 }
 
 // waitRest waits for the rest of the run to end, or ctx.
@@ -538,7 +569,7 @@ func (e *Engine) idle(ctx context.Context, sender string) (bool, error) {
 	return true, nil
 }
 
-func (e *Engine) send(ctx context.Context, j Job, sends *sync.WaitGroup) {
+func (e *Engine) send(ctx context.Context, j Job, slot pace.Send, sends *sync.WaitGroup) {
 	defer sends.Done()
 	msg := campaign.Message{
 		Row: j.Row, From: j.Sender, To: j.Phone, Template: e.cfg.Template, Lang: e.cfg.Lang,
@@ -549,6 +580,7 @@ func (e *Engine) send(ctx context.Context, j Job, sends *sync.WaitGroup) {
 	now := time.Now()
 	e.gate.release(now.Sub(start))
 	r := e.outcome(j, rc, err, now)
+	e.learn(slot, err, now)
 	r.Attempt = Attempt{Row: j.Row, Sender: j.Sender, At: start, Latency: now.Sub(start), Class: Accepted}
 	if err != nil {
 		r.Attempt.Class, r.Attempt.Code = classOf(err)
@@ -567,13 +599,51 @@ func classOf(err error) (string, int) {
 }
 
 // Rates returns the pace each sender number is sent at now, per second
-// (after slow-downs; headroom included); +Inf when unlimited.
+// (learning and headroom included); +Inf when unlimited.
 func (e *Engine) Rates() map[string]float64 {
 	out := make(map[string]float64, len(e.cfg.Senders))
 	for _, s := range e.cfg.Senders {
 		out[s] = e.pacer.Rate(s)
 	}
 	return out
+}
+
+// Limits returns what each sender number is believed to accept per
+// second: the configured rate until a throttle shows less; +Inf when
+// unlimited.
+func (e *Engine) Limits() map[string]float64 {
+	out := make(map[string]float64, len(e.cfg.Senders))
+	for _, s := range e.cfg.Senders {
+		out[s] = e.pacer.Limit(s)
+	}
+	return out
+}
+
+// learn passes the API's answer to the pacer: whether the send counted
+// against its number's throughput. The first time a number shows it
+// accepts less than the configured rate, the log says so.
+func (e *Engine) learn(slot pace.Send, err error, now time.Time) {
+	v := pace.Counted
+	var se *campaign.SendError
+	if errors.As(err, &se) {
+		switch se.Class {
+		case campaign.Throttled:
+			v = pace.Throttled
+		case campaign.Unanswered:
+			// It may have counted.
+		default:
+			v = pace.NotCounted
+		}
+	}
+	c, lowered := e.pacer.Answered(slot, v, now)
+	if !lowered || math.IsInf(c.Ceiling, 1) {
+		return
+	}
+	if _, told := e.learned.LoadOrStore(c.From, true); told {
+		return
+	}
+	e.log.Warn(fmt.Sprintf("number %s accepts about %.0f/s, not %.0f/s: pass --rate %.0f", c.From, c.Limit, c.Ceiling, c.Limit),
+		"sender", c.From, "learned_per_second", math.Round(c.Limit), "rate", c.Ceiling)
 }
 
 type noObserver struct{}
@@ -586,7 +656,6 @@ func (e *Engine) outcome(j Job, rc campaign.Receipt, err error, now time.Time) R
 	r := Result{Row: j.Row, At: now}
 	if err == nil {
 		e.unsentStreak.Store(0)
-		e.pacer.Succeeded(j.Sender, now)
 		e.sent.Add(1)
 		if rc.Held {
 			e.held.Add(1)
@@ -619,7 +688,6 @@ func (e *Engine) outcome(j Job, rc campaign.Receipt, err error, now time.Time) R
 		r.Outcome = OutcomeRelease // not this row's fault
 	case campaign.Throttled:
 		e.throttled.Add(1)
-		e.pacer.Throttled(j.Sender, now)
 		// Not the recipient's fault: the attempt does not count.
 		r.Outcome, r.NextAt, r.Throttled = OutcomeThrottled, now, true
 		if tries := j.Throttles + 1; e.cfg.ThrottleTries > 0 {

@@ -734,7 +734,7 @@ func TestPacing(t *testing.T) {
 			if len(ts) != rows/2 {
 				t.Fatalf("sender %s sent %d, want %d", sender, len(ts), rows/2)
 			}
-			limit := rate * pace.Headroom
+			limit := pace.Paced(rate)
 			want := time.Duration(float64(time.Second) / limit)
 			for i := 1; i < len(ts); i++ {
 				if gap := ts[i].Sub(ts[i-1]); gap < want-time.Millisecond || gap > want+time.Millisecond {
@@ -864,7 +864,7 @@ func TestPartsPaceTheSender(t *testing.T) {
 		cp := enginetest.NewMemory(rows...)
 		fs := &fakeSender{fn: accept}
 		cfg := config(cp, fs, "A")
-		cfg.Rate = 1 / pace.Headroom // exactly one part a second after headroom
+		cfg.Rate = 1 / 0.98 // exactly one part a second after headroom (2% below 50/s)
 		start := time.Now()
 		if err := engine.New(cfg).Run(context.Background()); err != nil {
 			t.Fatalf("Run: %v", err)

@@ -1,8 +1,11 @@
 package engine_test
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -45,5 +48,50 @@ func TestAgainstSandbox(t *testing.T) {
 		if w > rate {
 			t.Fatalf("number %s: %d accepted in one second, limit %d", n, w, rate)
 		}
+	}
+}
+
+// TestLearnsWhatANumberAccepts: told 100/s, one number allows 40/s: it is
+// paced at about 40/s after its first throttles, the log says so once, and
+// Stats names it; the other number is never throttled nor named.
+func TestLearnsWhatANumberAccepts(t *testing.T) {
+	const rows, rate = 600, 100
+	cp := checkpoint(rows, "1000001", "1000002")
+	sb := sandbox.New(sandbox.Config{Seed: 9, Rates: map[string]float64{"1000001": 1000, "1000002": 40}, PairInterval: -1,
+		Latency: 20 * time.Millisecond, Jitter: 5 * time.Millisecond})
+	srv := httptest.NewServer(sb)
+	defer srv.Close()
+	defer sb.Close()
+	client := &whatsapp.Client{BaseURL: srv.URL, Version: "v23.0", Token: "t", Timeout: 5 * time.Second, HTTP: srv.Client()}
+	cfg := config(cp, client, "1000001", "1000002")
+	cfg.Rate, cfg.Concurrency = rate, 0
+	var logs bytes.Buffer
+	cfg.Log = slog.New(slog.NewTextHandler(&logs, nil))
+	eng := engine.New(cfg)
+	start := time.Now()
+	if err := eng.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	took := time.Since(start)
+	if c := cp.Counts(); c.Sent != rows {
+		t.Fatalf("counts %+v", c)
+	}
+	// 300 rows at 40/s is 7.5 s; the old slow-down took minutes.
+	if took > 10*time.Second {
+		t.Errorf("took %v for 300 rows at 40/s", took)
+	}
+	stats := sb.Stats()
+	if stats.Throttled == 0 || stats.Throttled > 60 {
+		t.Errorf("%d throttled", stats.Throttled)
+	}
+	learned := eng.Stats().Learned
+	if l, ok := learned["1000002"]; !ok || l < 38 || l > 41 || len(learned) != 1 {
+		t.Errorf("learned %v, want 1000002 at about 40", learned)
+	}
+	if n := strings.Count(logs.String(), "number 1000002 accepts about"); n != 1 {
+		t.Errorf("the log says it %d times:\n%s", n, logs.String())
+	}
+	if strings.Contains(logs.String(), "number 1000001 accepts") {
+		t.Errorf("the fast number named:\n%s", logs.String())
 	}
 }

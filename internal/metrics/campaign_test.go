@@ -193,11 +193,11 @@ bulksend_configured_rate_per_second{campaign="c1",channel="whatsapp",sender="100
 			t.Error(err)
 		}
 		current := gauges(t, m, CurrentRate)
-		if got := current[fast]; got != rate*pace.Headroom {
-			t.Errorf("%s{sender=%s}: %v, want %v (never throttled)", CurrentRate, fast, got, rate*pace.Headroom)
+		if got := current[fast]; got != pace.Paced(rate) {
+			t.Errorf("%s{sender=%s}: %v, want %v (never throttled)", CurrentRate, fast, got, pace.Paced(rate))
 		}
-		if got := current[slow]; got >= rate*pace.Headroom {
-			t.Errorf("%s{sender=%s}: %v, want it slowed below %v", CurrentRate, slow, got, rate*pace.Headroom)
+		if got := current[slow]; got >= pace.Paced(rate) {
+			t.Errorf("%s{sender=%s}: %v, want it slowed below %v", CurrentRate, slow, got, pace.Paced(rate))
 		}
 	})
 

@@ -1,8 +1,23 @@
-// Package pace spaces sends per sender phone number. Each number has its
-// own token bucket (golang.org/x/time/rate) with a burst of one, so sends
-// leave evenly spaced and no one-second window holds more than the rate.
-// A number that the API throttles is paused briefly and slowed, then
-// recovers step by step; other numbers are not affected.
+// Package pace spaces sends per sender phone number and learns each
+// number's real throughput from the API's answers.
+//
+// Each number has a token bucket (golang.org/x/time/rate) with a burst of
+// one, so sends leave evenly spaced, at the number's limit less a headroom
+// of about one message. The limit starts at the configured rate (the
+// ceiling, never exceeded). The API counts accepted messages over a sliding
+// second; the pacer keeps the same record of its own sends, so that:
+//   - on a throttle it knows how many of its sends the API took in the
+//     second before, and sets the limit there at once (the number allows
+//     less than the ceiling: inbound traffic, a standard tier, a shared
+//     number); or, when that count is already at its pace, widens the
+//     headroom (the path bunches arrivals more than one message);
+//   - after a throttle it rests only until that second has drained;
+//   - a send the API refused (an error) does not count, so its slot is
+//     given back and a retry can ride in the gap;
+//   - while no throttle comes it probes the limit back up, never above the
+//     ceiling.
+//
+// Numbers learn independently.
 package pace
 
 import (
@@ -15,164 +30,526 @@ import (
 )
 
 const (
-	// Headroom is the share of the configured rate actually used. Requests
-	// spaced exactly 1/rate apart reach the API with a little jitter
-	// (scheduling, new connections), and the API counts arrivals over a
-	// sliding second: 2% of slack absorbs ~20 ms of bunching per second
-	// without a 130429.
-	Headroom = 0.98
+	probeAfter = 3 * time.Second // quiet time after a throttle before probing up
+	probeEvery = time.Second     // between probe steps; each step doubles
+	maxWiden   = 16              // headroom grows at most this many times
+	maxCredits = 0.05            // slots given back, at most this share of a second's sends
 
-	minFactor     = 0.1                    // never slower than a tenth of the rate
-	slowFactor    = 0.9                    // each throttle episode multiplies the rate by this
-	recoverStep   = 0.02                   // each recovery step adds this fraction back
-	recoverEvery  = 2 * time.Second        // quiet time between recovery steps
-	firstPause    = 500 * time.Millisecond // pause after a first throttle: the window drains
-	maxPause      = 30 * time.Second       // pauses double while throttles keep coming
-	throttleReset = 10 * time.Second       // a throttle after this much quiet starts over
+	// A throttle that the number's own pace does not explain rests it:
+	// 500 ms, doubling while they keep coming, at most 30 s; after 10 s
+	// without one it starts over.
+	firstPause = 500 * time.Millisecond
+	maxPause   = 30 * time.Second
+	quietReset = 10 * time.Second
 )
+
+// Verdict is what an answer says about a send's place in the number's
+// window at the API.
+type Verdict int
+
+const (
+	// Counted: accepted, or no answer (assume it counted).
+	Counted Verdict = iota
+	// NotCounted: refused with an error other than a throttle, or never
+	// sent: the API did not count it, and its slot is given back.
+	NotCounted
+	// Throttled: refused for the number's throughput (130429).
+	Throttled
+)
+
+// Send is a send slot handed out by the pacer: pass it back to Answered
+// with the API's verdict.
+type Send struct {
+	From string
+	At   time.Time // when the send may leave
+	Cost int
+	seq  uint64
+}
+
+// Change tells that throttles showed a number accepts less than its
+// ceiling.
+type Change struct {
+	From    string
+	Limit   float64 // what the number accepts, per second
+	Ceiling float64 // the configured rate
+}
 
 // Pacer hands out send slots per sender number. The zero value is not
 // usable; call New. It is safe for concurrent use.
 type Pacer struct {
 	mu      sync.Mutex
-	base    rate.Limit
+	ceiling float64 // +Inf: no limit until the API shows one
 	numbers map[string]*number
 }
 
-type number struct {
-	lim          *rate.Limiter
-	factor       float64   // current share of the base rate
-	pausedUntil  time.Time // no sends before this
-	pause        time.Duration
-	lastThrottle time.Time
-	lastChange   time.Time
-}
-
-// New returns a Pacer allowing perSecond·Headroom sends per number;
-// perSecond ≤ 0 means no limit.
+// New returns a Pacer for numbers allowed perSecond sends each (the
+// ceiling); perSecond ≤ 0 means no limit until a throttle shows one.
 func New(perSecond float64) *Pacer {
-	return &Pacer{base: limit(perSecond), numbers: map[string]*number{}}
-}
-
-func limit(perSecond float64) rate.Limit {
-	if perSecond <= 0 {
-		return rate.Inf
+	c := perSecond
+	if c <= 0 {
+		c = math.Inf(1)
 	}
-	return rate.Limit(perSecond * Headroom)
+	return &Pacer{ceiling: c, numbers: map[string]*number{}}
 }
 
-func (p *Pacer) number(from string, now time.Time) *number {
+// Paced is the pace a number of limit perSecond is sent at before any
+// throttle: the limit less one message of headroom (1% and 0.5% of the
+// limit bound it: at low rates one message is a large share, at high
+// rates bunching grows with the rate).
+func Paced(perSecond float64) float64 {
+	if perSecond <= 0 || math.IsInf(perSecond, 1) {
+		return math.Inf(1)
+	}
+	return perSecond - headroom(perSecond, 1)
+}
+
+func headroom(limit, widen float64) float64 {
+	h := max(min(1, 0.02*limit), 0.005*limit)
+	return min(h*widen, 0.25*limit)
+}
+
+type state uint8
+
+const (
+	pending  state = iota // no answer yet: counts
+	accepted              // counts
+	refused               // does not count
+	presumed              // no answer yet, presumed throttled: does not count until accepted
+)
+
+type entry struct {
+	at    time.Time
+	cost  int
+	state state
+}
+
+type number struct {
+	lim     *rate.Limiter
+	ceiling float64
+	limit   float64 // what it is sent at, before headroom; ≤ ceiling
+	learned float64 // what throttles last showed it accepts (limit less any probe since)
+	widen   float64 // headroom multiplier, raised by bunching
+
+	log     []entry // sends of the last two seconds, oldest first
+	head    int     // log[head:] is kept
+	win     int     // log[win:] left within the last second
+	first   uint64  // seq of log[head]
+	next    uint64  // seq of the next send
+	counted int     // cost of the sends within the last second that count
+	waiting int     // of which not answered yet
+	refusal float64 // share of answers that were refused (not counted), a moving average
+
+	credits      int // cost given back by refused sends
+	lastAt       time.Time
+	pausedUntil  time.Time
+	pause        time.Duration // the last rest for a throttle not of its pace
+	adjusted     time.Time     // sends that left before this belong to the last throttle episode
+	lastThrottle time.Time
+	lastRaise    time.Time
+	raises       int
+
+	open       bool      // a throttle episode has no answer yet from a send after it
+	throttles  int       // throttled answers in the episode
+	bunched    bool      // the episode may be bunching, not a lower limit
+	before     float64   // the limit before the episode
+	lowered    time.Time // when a throttle last lowered the limit
+	unreported bool      // a lowered limit not yet reported
+}
+
+func (p *Pacer) number(from string) *number {
 	n, ok := p.numbers[from]
 	if !ok {
-		n = &number{lim: rate.NewLimiter(p.base, 1), factor: 1, lastChange: now}
+		n = &number{ceiling: p.ceiling, limit: p.ceiling, learned: p.ceiling, widen: 1}
+		n.lim = rate.NewLimiter(n.pace(), 1)
 		p.numbers[from] = n
 	}
 	return n
 }
 
-// Reserve books the next send slot for from at instant now and returns
-// how long to wait before using it. While the number is paused it books
-// nothing and returns the rest of the pause with ok false: call again
-// after waiting.
-func (p *Pacer) Reserve(from string, now time.Time) (wait time.Duration, ok bool) {
-	return p.ReserveN(from, now, 1)
+func (n *number) pace() rate.Limit {
+	if math.IsInf(n.limit, 1) {
+		return rate.Inf
+	}
+	return rate.Limit(max(n.limit-headroom(n.limit, n.widen), n.limit*0.5))
 }
 
-// ReserveN is Reserve for a send that costs cost tokens (an SMS of cost
-// parts). The send leaves when its first token is due and the others are
-// owed after it, so the next send waits for them: with a burst of one a
-// 3-part SMS at 1 part/s leaves at once and the next one 3 s later, as
-// the carrier passes the parts on one a second. A cost below 1 is 1.
-func (p *Pacer) ReserveN(from string, now time.Time, cost int) (wait time.Duration, ok bool) {
+func (n *number) interval() time.Duration {
+	l := n.lim.Limit()
+	if l == rate.Inf || l <= 0 {
+		return 0
+	}
+	return time.Duration(float64(time.Second) / float64(l))
+}
+
+// expire moves the sends that left a second or more before now out of
+// the count, and drops those older than two seconds (a throttle answered
+// late still finds the second before its send).
+func (n *number) expire(now time.Time) {
+	cut := now.Add(-time.Second)
+	for n.win < len(n.log) && !n.log[n.win].at.After(cut) {
+		if e := n.log[n.win]; e.counts() {
+			n.counted -= e.cost
+			if e.state == pending {
+				n.waiting -= e.cost
+			}
+		}
+		n.win++
+	}
+	cut = cut.Add(-time.Second)
+	for n.head < n.win && !n.log[n.head].at.After(cut) {
+		n.head++
+		n.first++
+	}
+	if n.head > 1024 && n.head > len(n.log)/2 {
+		n.log = append(n.log[:0], n.log[n.head:]...)
+		n.win -= n.head
+		n.head = 0
+	}
+}
+
+// index returns where the entry of seq is in the log, or -1.
+func (n *number) index(seq uint64) int {
+	if seq < n.first || seq >= n.next {
+		return -1
+	}
+	return n.head + int(seq-n.first)
+}
+
+// record books a send of cost tokens leaving at at: one entry per token,
+// the later ones owed an interval apart, as a carrier passes the parts of
+// an SMS on.
+func (n *number) record(from string, at time.Time, cost int) Send {
+	s := Send{From: from, At: at, Cost: cost, seq: n.next}
+	step := n.interval()
+	for k := range cost {
+		n.log = append(n.log, entry{at: at.Add(time.Duration(k) * step), cost: 1})
+	}
+	n.counted += cost
+	n.waiting += cost
+	n.lastAt = at
+	n.next += uint64(cost)
+	return s
+}
+
+// room reports whether a send of cost tokens leaving at leave keeps the
+// second before it within the limit; if not, when to try again. A lone
+// send larger than the limit still goes.
+func (n *number) room(leave time.Time, cost int) (bool, time.Time) {
+	if math.IsInf(n.limit, 1) {
+		return true, time.Time{}
+	}
+	// Sends not answered yet count as many as answers show will be
+	// accepted.
+	cut := leave.Add(-time.Second)
+	count, waiting, i := n.counted, n.waiting, n.win
+	for ; i < len(n.log) && !n.log[i].at.After(cut); i++ {
+		if e := n.log[i]; e.counts() {
+			count -= e.cost
+			if e.state == pending {
+				waiting -= e.cost
+			}
+		}
+	}
+	if count == 0 || float64(count+cost) <= n.limit {
+		return true, time.Time{}
+	}
+	for ; i < len(n.log); i++ {
+		if e := n.log[i]; e.counts() {
+			return false, e.at.Add(time.Second)
+		}
+	}
+	return true, time.Time{}
+}
+
+func (e entry) counts() bool { return e.state == pending || e.state == accepted }
+
+// set moves log[i] to state to, keeping the counts of the last second.
+func (n *number) set(i int, to state) {
+	e := &n.log[i]
+	if i < n.win {
+		e.state = to
+		return
+	}
+	if e.counts() {
+		n.counted -= e.cost
+	}
+	if e.state == pending {
+		n.waiting -= e.cost
+	}
+	e.state = to
+	if e.counts() {
+		n.counted += e.cost
+	}
+	if e.state == pending {
+		n.waiting += e.cost
+	}
+}
+
+// ReserveN books the next send slot for from at instant now for a send of
+// cost tokens (an SMS of cost parts; below 1 is 1) and returns how long to
+// wait before using it. The send leaves when its first token is due and
+// the others are owed after it: with a burst of one, a 3-part SMS at 1
+// part/s leaves at once and the next one 3 s later. While the number rests
+// (after a throttle, or its last second is full) it books nothing and
+// returns ok false with the rest: call again after waiting.
+func (p *Pacer) ReserveN(from string, now time.Time, cost int) (s Send, wait time.Duration, ok bool) {
+	cost = max(cost, 1)
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	n := p.number(from, now)
+	n := p.number(from)
+	n.expire(now)
 	if now.Before(n.pausedUntil) {
-		return n.pausedUntil.Sub(now), false
+		return Send{}, n.pausedUntil.Sub(now), false
 	}
-	wait = n.lim.ReserveN(now, 1).DelayFrom(now)
+	// A slot given back by a refused send goes half-way between two
+	// regular ones, if the second at the API has room for it.
+	if step := n.interval(); n.credits >= cost && step > 0 {
+		leave := n.lastAt.Add(step / 2)
+		if leave.Before(now) {
+			leave = now
+		}
+		if fits, _ := n.room(leave, cost); fits {
+			n.credits -= cost
+			return n.record(from, leave, cost), leave.Sub(now), true
+		}
+	}
+	first := n.lim.ReserveN(now, 1)
+	leave := now.Add(first.DelayFrom(now))
+	if fits, retry := n.room(leave, cost); !fits {
+		first.CancelAt(now)
+		return Send{}, max(retry.Sub(now), time.Millisecond), false
+	}
 	for range cost - 1 {
 		n.lim.ReserveN(now, 1)
 	}
-	return wait, true
+	return n.record(from, leave, cost), leave.Sub(now), true
 }
 
-// Wait blocks until from may send, or ctx is done.
-func (p *Pacer) Wait(ctx context.Context, from string) error {
-	return p.WaitN(ctx, from, 1)
+// Reserve is ReserveN for a send of one token.
+func (p *Pacer) Reserve(from string, now time.Time) (Send, time.Duration, bool) {
+	return p.ReserveN(from, now, 1)
 }
 
 // WaitN blocks until a send of cost tokens from from may leave (see
-// ReserveN), or ctx is done. Tokens booked are not given back when ctx
+// ReserveN), or ctx is done. A slot booked is not given back when ctx
 // ends first: the pacer errs on the slow side.
-func (p *Pacer) WaitN(ctx context.Context, from string, cost int) error {
+func (p *Pacer) WaitN(ctx context.Context, from string, cost int) (Send, error) {
 	for {
-		d, ok := p.ReserveN(from, time.Now(), cost)
+		s, d, ok := p.ReserveN(from, time.Now(), cost)
 		if d > 0 {
 			t := time.NewTimer(d)
 			select {
 			case <-ctx.Done():
 				t.Stop()
-				return ctx.Err()
+				return Send{}, ctx.Err()
 			case <-t.C:
 			}
 		} else if err := ctx.Err(); err != nil {
-			return err
+			return Send{}, err
 		}
 		if ok {
-			return nil
+			return s, nil
 		}
 	}
 }
 
-// Throttled records that the API throttled from at now: the number pauses
-// (500ms, doubling while throttles keep coming, at most 30s) and its rate
-// drops by a tenth. Throttles also come from traffic bulksend does not see
-// (inbound messages count against the same limit), hence the slow-down.
-func (p *Pacer) Throttled(from string, now time.Time) {
+// Answered records the API's verdict on s, answered at now. It reports a
+// Change once a number that a throttle showed to accept less than its
+// ceiling has been steady at its learned limit for a few seconds.
+func (p *Pacer) Answered(s Send, v Verdict, now time.Time) (Change, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	n := p.number(from, now)
-	if n.pause != 0 && now.Before(n.pausedUntil.Add(time.Second)) {
-		// Answers to requests that were in flight when the pause began
-		// belong to the same episode.
-		n.lastThrottle = now
-		return
+	n := p.number(s.From)
+	if n.open && !s.At.Before(n.adjusted) {
+		n.settle()
 	}
-	if n.pause == 0 || now.Sub(n.lastThrottle) > throttleReset {
-		n.pause = firstPause
-	} else if n.pause *= 2; n.pause > maxPause {
-		n.pause = maxPause
+	switch v {
+	case Counted:
+		n.mark(s, accepted)
+		n.refusal -= n.refusal / 256
+		return n.probe(s.From, now)
+	case NotCounted:
+		n.mark(s, refused)
+		n.refusal += (1 - n.refusal) / 256
+		if now.Sub(n.lastThrottle) > time.Second && !math.IsInf(n.limit, 1) {
+			n.credits = min(n.credits+s.Cost, max(1, int(n.limit*maxCredits)))
+		}
+	case Throttled:
+		n.throttled(s, now)
 	}
+	return Change{}, false
+}
+
+// mark sets the state of s's entries still in the log.
+func (n *number) mark(s Send, to state) {
+	for k := range uint64(max(s.Cost, 1)) {
+		if i := n.index(s.seq + k); i >= 0 {
+			n.set(i, to)
+		}
+	}
+}
+
+// seen is what the API took from this number in the second before s left,
+// as far as the answers tell: sends accepted, or not answered yet.
+func (n *number) seen(s Send) int {
+	i := n.index(s.seq)
+	if i < 0 {
+		return n.counted
+	}
+	cut := s.At.Add(-time.Second)
+	count := 0
+	for i--; i >= n.head && n.log[i].at.After(cut); i-- {
+		if n.log[i].counts() {
+			count += n.log[i].cost
+		}
+	}
+	return count
+}
+
+// throttled starts a throttle episode, or counts one more throttle of the
+// current one (a send that left before the last adjustment).
+func (n *number) throttled(s Send, now time.Time) {
+	n.mark(s, refused)
+	prev := n.lastThrottle
 	n.lastThrottle = now
-	n.pausedUntil = now.Add(n.pause)
-	n.factor = max(minFactor, n.factor*slowFactor)
-	n.lastChange = now
-	n.lim.SetLimitAt(now, p.base*rate.Limit(n.factor))
-}
-
-// Succeeded records a send the API accepted from from at now; after a
-// quiet spell it gives back part of the rate taken by throttles.
-func (p *Pacer) Succeeded(from string, now time.Time) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	n := p.number(from, now)
-	if n.factor >= 1 || now.Sub(n.lastChange) < recoverEvery || now.Sub(n.lastThrottle) < recoverEvery {
+	if s.At.Before(n.adjusted) {
+		n.throttles++
 		return
 	}
-	n.factor = min(1, n.factor+recoverStep)
-	n.lastChange = now
-	n.lim.SetLimitAt(now, p.base*rate.Limit(n.factor))
+	seen := n.seen(s)
+	if seen == 0 {
+		// Throttled with nothing of this number's taken in the second
+		// before: not its pace (another sender's traffic, an account's
+		// limit). Rest, longer while it lasts; the limit stays. Answers
+		// within a second of the last rest's end are the same episode.
+		if now.Before(n.pausedUntil.Add(time.Second)) {
+			return
+		}
+		if n.pause == 0 || now.Sub(prev) > quietReset {
+			n.pause = firstPause
+		} else {
+			n.pause = min(2*n.pause, maxPause)
+		}
+		n.pausedUntil, n.adjusted = now.Add(n.pause), now
+		n.credits = 0
+		return
+	}
+	n.open, n.throttles, n.bunched = true, 1, false
+	if n.raises == 0 && now.Sub(n.lowered) > 2*time.Second && float64(seen) >= float64(n.pace())-1 {
+		// This number sent no more than its pace at a limit that neither a
+		// probe raised nor a throttle just lowered, yet the API had its
+		// fill: either arrivals bunch more than the headroom absorbs, or
+		// the limit just fell. Slow down as if it fell; the episode's end
+		// tells which (settle).
+		n.bunched, n.before = true, n.limit
+	}
+	if l := max(1, float64(seen)); l < n.limit {
+		n.limit, n.lowered = l, now
+		if !n.bunched {
+			n.unreported, n.learned = n.limit < n.ceiling, n.limit
+		}
+	}
+	// Sends that left after this one went into the same full second: they
+	// count again if they are accepted.
+	for i := n.win; i < len(n.log); i++ {
+		if x := n.log[i]; x.state == pending && !x.at.Before(s.At) {
+			n.set(i, presumed)
+		}
+	}
+	n.credits = 0
+	n.adjusted, n.lastRaise, n.raises = now, now, 0
+	n.lim.SetLimitAt(now, n.pace())
 }
 
-// Rate returns the current sends per second allowed for from; +Inf
-// when unlimited.
+// settle ends a throttle episode at the first answer to a send that left
+// after it began. An episode at the number's pace with no more throttles
+// than a bunch explains was bunching: the limit is restored and the
+// headroom doubled, for the rest of the run.
+func (n *number) settle() {
+	n.open = false
+	if !n.bunched {
+		return
+	}
+	if float64(n.throttles) > max(3, 0.01*n.before) {
+		n.unreported, n.learned = n.limit < n.ceiling, n.limit // the limit fell
+		return
+	}
+	n.widen = min(n.widen*2, maxWiden)
+	n.limit, n.lowered = n.before, time.Time{}
+	n.lim.SetLimit(n.pace())
+}
+
+// probe raises a learned limit after a quiet spell, in doubling steps,
+// never above the ceiling. The first time, it reports the limit the
+// number settled at.
+func (n *number) probe(from string, now time.Time) (Change, bool) {
+	if n.limit >= n.ceiling || n.open || now.Sub(n.lastThrottle) < probeAfter || now.Sub(n.lastRaise) < probeEvery {
+		return Change{}, false
+	}
+	var c Change
+	told := n.unreported
+	if told {
+		c, n.unreported = Change{From: from, Limit: n.limit, Ceiling: n.ceiling}, false
+	}
+	step := max(0.5, 0.01*n.limit) * math.Pow(2, float64(n.raises))
+	n.limit = min(n.ceiling, n.limit+step)
+	if n.limit >= n.ceiling {
+		n.learned = n.ceiling // it takes the ceiling again
+	}
+	n.raises++
+	n.lastRaise = now
+	n.lim.SetLimitAt(now, n.pace())
+	return c, told
+}
+
+// Seed starts from at a limit learned before (an earlier run of the
+// campaign), below the ceiling: it is sent at that limit and probed up
+// after a quiet spell, as if a throttle had just shown it.
+func (p *Pacer) Seed(from string, limit float64, now time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := p.number(from)
+	if limit <= 0 || limit >= n.ceiling {
+		return
+	}
+	n.limit, n.learned = limit, limit
+	n.lastThrottle, n.lastRaise, n.adjusted = now, now, now
+	n.lim.SetLimitAt(now, n.pace())
+}
+
+// Rate returns the pace from is sent at now, per second (headroom and
+// learning included); +Inf when unlimited.
 func (p *Pacer) Rate(from string) float64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	l := p.number(from, time.Now()).lim.Limit()
+	l := p.number(from).lim.Limit()
 	if l == rate.Inf {
 		return math.Inf(1) // rate.Inf is MaxFloat64: arithmetic on it overflows
 	}
 	return float64(l)
+}
+
+// Limit returns what from is believed to accept per second: the ceiling
+// until a throttle shows less; +Inf when unlimited.
+func (p *Pacer) Limit(from string) float64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.number(from).limit
+}
+
+// Learned returns what the last throttles showed from accepts per second,
+// without the probes since: the ceiling until a throttle shows less, and
+// again once probes reach it.
+func (p *Pacer) Learned(from string) float64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.number(from).learned
+}
+
+// Headroom returns how many times the initial headroom from now keeps,
+// after throttles showed bunching (1: never widened).
+func (p *Pacer) Headroom(from string) float64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.number(from).widen
 }

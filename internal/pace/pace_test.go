@@ -1,7 +1,9 @@
 package pace
 
 import (
+	"container/heap"
 	"math"
+	"math/rand/v2"
 	"testing"
 	"time"
 )
@@ -14,7 +16,7 @@ func sends(p *Pacer, from string, start time.Time, d time.Duration) []time.Time 
 	var out []time.Time
 	now := start
 	for now.Before(start.Add(d)) {
-		wait, ok := p.Reserve(from, now)
+		_, wait, ok := p.Reserve(from, now)
 		now = now.Add(wait)
 		if ok {
 			out = append(out, now)
@@ -36,58 +38,30 @@ func maxWindow(ts []time.Time) int {
 }
 
 func TestEvenSpacingNeverExceedsRate(t *testing.T) {
-	for _, rate := range []float64{1, 80, 400, 1000} {
+	for _, rate := range []float64{1, 10, 80, 400, 1000} {
 		p := New(rate)
 		ts := sends(p, "A", t0, 10*time.Second)
 		if w := maxWindow(ts); w > int(rate) {
 			t.Errorf("rate %v: %d sends in one second", rate, w)
 		}
-		if got, want := len(ts), int(rate*Headroom*10); got < want || got > want+2 { // +1: the first send needs no wait
+		if got, want := len(ts), int(Paced(rate)*10); got < want || got > want+2 { // +1: the first send needs no wait
 			t.Errorf("rate %v: %d sends in 10s, want about %d", rate, got, want)
 		}
 	}
 }
 
-func TestNumbersAreIndependent(t *testing.T) {
-	p := New(10)
-	p.Throttled("A", t0)
-	if _, ok := p.Reserve("A", t0.Add(100*time.Millisecond)); ok {
-		t.Fatal("A sends during its pause")
+// TestHeadroomIsAboutOneMessage: the pace before any throttle leaves one
+// message of a second (2% at low rates, 0.5% at high ones).
+func TestHeadroomIsAboutOneMessage(t *testing.T) {
+	for _, tc := range []struct{ limit, want float64 }{
+		{1, 0.98}, {10, 9.8}, {50, 49}, {80, 79}, {200, 199}, {400, 398}, {1000, 995},
+	} {
+		if got := Paced(tc.limit); math.Abs(got-tc.want) > 1e-9 {
+			t.Errorf("Paced(%v) = %v, want %v", tc.limit, got, tc.want)
+		}
 	}
-	if wait, ok := p.Reserve("B", t0.Add(100*time.Millisecond)); !ok || wait != 0 {
-		t.Fatalf("B waits %v (ok %v) because A was throttled", wait, ok)
-	}
-}
-
-func TestThrottlePausesSlowsAndRecovers(t *testing.T) {
-	p := New(100)
-	p.Throttled("A", t0)
-	wait, ok := p.Reserve("A", t0)
-	if ok || wait != firstPause {
-		t.Fatalf("after a throttle: wait %v ok %v, want a %v pause", wait, ok, firstPause)
-	}
-	// Answers from requests in flight during the pause are the same episode.
-	p.Throttled("A", t0.Add(200*time.Millisecond))
-	if r := p.Rate("A"); math.Abs(r-100*Headroom*slowFactor) > 1e-9 {
-		t.Fatalf("rate after one episode = %v, want %v", r, 100*Headroom*slowFactor)
-	}
-	// A second episode doubles the pause and slows further.
-	t1 := t0.Add(3 * time.Second)
-	p.Throttled("A", t1)
-	if wait, _ := p.Reserve("A", t1); wait != 2*firstPause {
-		t.Fatalf("second pause = %v, want %v", wait, 2*firstPause)
-	}
-	if r, want := p.Rate("A"), 100*Headroom*slowFactor*slowFactor; math.Abs(r-want) > 1e-9 {
-		t.Fatalf("rate after two episodes = %v, want %v", r, want)
-	}
-	// Quiet successes give the rate back step by step, never above the base.
-	now := t1
-	for i := 0; i < 100; i++ {
-		now = now.Add(recoverEvery)
-		p.Succeeded("A", now)
-	}
-	if r := p.Rate("A"); math.Abs(r-100*Headroom) > 1e-9 {
-		t.Fatalf("rate after recovery = %v, want %v", r, 100*Headroom)
+	if !math.IsInf(Paced(0), 1) {
+		t.Error("Paced(0) is not unlimited")
 	}
 }
 
@@ -97,7 +71,7 @@ func TestUnlimited(t *testing.T) {
 		t.Fatalf("unlimited Rate() = %v, want +Inf", r)
 	}
 	for i := 0; i < 1000; i++ {
-		if wait, ok := p.Reserve("A", t0); !ok || wait != 0 {
+		if _, wait, ok := p.Reserve("A", t0); !ok || wait != 0 {
 			t.Fatalf("unlimited pacer made send %d wait %v", i, wait)
 		}
 	}
@@ -106,7 +80,7 @@ func TestUnlimited(t *testing.T) {
 // TestReserveNOwesTheRest: a send of several tokens leaves when its first
 // is due; the next send waits for the rest.
 func TestReserveNOwesTheRest(t *testing.T) {
-	p := New(1 / Headroom) // one token a second
+	p := New(1 / 0.98) // one token a second
 	t0 := time.Unix(1_750_000_000, 0)
 	for i, tc := range []struct {
 		at   time.Duration
@@ -118,9 +92,469 @@ func TestReserveNOwesTheRest(t *testing.T) {
 		{3 * time.Second, 2, time.Second},     // the token at 3 s was booked: 4 s
 		{4 * time.Second, 0, 2 * time.Second}, // cost 0 counts as 1: after 4 s + 2 parts
 	} {
-		d, ok := p.ReserveN("A", t0.Add(tc.at), tc.cost)
+		_, d, ok := p.ReserveN("A", t0.Add(tc.at), tc.cost)
 		if !ok || d.Round(time.Millisecond) != tc.wait {
 			t.Errorf("reservation %d at %v of %d: wait %v (ok %v), want %v", i, tc.at, tc.cost, d, ok, tc.wait)
 		}
+	}
+}
+
+// api is a strict sliding-second limit per number, fed by senders that send
+// whenever the pacer allows, in simulated time, as the sandbox does it:
+// requests arrive a millisecond after they leave (plus up to ±jitter), are
+// admitted or throttled on arrival and answered latency later.
+type api struct {
+	t       *testing.T
+	p       *Pacer
+	latency time.Duration
+	jitter  time.Duration
+	limit   func(from string, at time.Duration) int     // accepted per sliding second
+	other   func(from string, at time.Duration) float64 // another sender's messages per second on the number
+	fail    float64                                     // share of requests refused with a transient error (not counted)
+	rng     *rand.Rand
+
+	events      eventQueue
+	windows     map[string][]time.Time
+	accepted    map[string][]time.Time // arrival of each accepted request
+	throttle    map[string]int
+	throttledAt map[string][]time.Time
+	lastOther   map[string]time.Time
+	failed      map[string]int
+	changes     []Change
+}
+
+type event struct {
+	at     time.Time
+	arrive bool // else: answered
+	send   Send
+	v      Verdict
+}
+
+type eventQueue []event
+
+func (q eventQueue) Len() int           { return len(q) }
+func (q eventQueue) Less(i, j int) bool { return q[i].at.Before(q[j].at) }
+func (q eventQueue) Swap(i, j int)      { q[i], q[j] = q[j], q[i] }
+func (q *eventQueue) Push(x any)        { *q = append(*q, x.(event)) }
+func (q *eventQueue) Pop() any {
+	old := *q
+	e := old[len(old)-1]
+	*q = old[:len(old)-1]
+	return e
+}
+
+func newAPI(t *testing.T, ceiling float64, latency time.Duration, limit func(string, time.Duration) int) *api {
+	return &api{t: t, p: New(ceiling), latency: latency, limit: limit, rng: rand.New(rand.NewPCG(1, 2)),
+		windows: map[string][]time.Time{}, accepted: map[string][]time.Time{}, throttle: map[string]int{}, throttledAt: map[string][]time.Time{}, lastOther: map[string]time.Time{}, failed: map[string]int{}}
+}
+
+// run sends from each number for d.
+func (a *api) run(d time.Duration, numbers ...string) {
+	next := map[string]time.Time{}
+	for _, n := range numbers {
+		next[n] = t0
+	}
+	end := t0.Add(d)
+	for {
+		// The earliest sender due.
+		from := ""
+		for _, n := range numbers {
+			if from == "" || next[n].Before(next[from]) {
+				from = n
+			}
+		}
+		now := next[from]
+		for a.events.Len() > 0 && !a.events[0].at.After(now) {
+			a.handle(heap.Pop(&a.events).(event))
+		}
+		if !now.Before(end) {
+			break
+		}
+		s, wait, ok := a.p.Reserve(from, now)
+		if !ok {
+			next[from] = now.Add(wait)
+			continue
+		}
+		arrive := s.At.Add(time.Millisecond)
+		if a.jitter > 0 {
+			arrive = arrive.Add(time.Duration((2*a.rng.Float64() - 1) * float64(a.jitter)))
+		}
+		heap.Push(&a.events, event{at: arrive, arrive: true, send: s})
+		next[from] = s.At
+	}
+	for a.events.Len() > 0 {
+		a.handle(heap.Pop(&a.events).(event))
+	}
+}
+
+// handle admits or throttles an arrival, or passes an answer to the pacer.
+func (a *api) handle(e event) {
+	if !e.arrive {
+		if c, ok := a.p.Answered(e.send, e.v, e.at); ok {
+			a.changes = append(a.changes, c)
+		}
+		return
+	}
+	from := e.send.From
+	w := a.windows[from]
+	if a.other != nil {
+		// The other traffic since the last arrival (inbound messages),
+		// evenly spaced.
+		last := a.lastOther[from]
+		if last.IsZero() {
+			last = t0
+		}
+		for {
+			r := a.other(from, last.Sub(t0))
+			if r <= 0 {
+				last = last.Add(10 * time.Millisecond)
+			} else {
+				next := last.Add(time.Duration(float64(time.Second) / r))
+				if next.After(e.at) {
+					break
+				}
+				last = next
+				for len(w) > 0 && !w[0].After(last.Add(-time.Second)) {
+					w = w[1:]
+				}
+				w = append(w, last) // inbound: it counts whatever the window holds
+				continue
+			}
+			if last.After(e.at) {
+				break
+			}
+		}
+		a.lastOther[from] = last
+	}
+	for len(w) > 0 && !w[0].After(e.at.Add(-time.Second)) {
+		w = w[1:]
+	}
+	v := Counted
+	switch {
+	case len(w) >= a.limit(from, e.at.Sub(t0)):
+		v = Throttled
+		a.throttle[from]++
+		a.throttledAt[from] = append(a.throttledAt[from], e.at)
+	case a.fail > 0 && a.rng.Float64() < a.fail:
+		v = NotCounted
+		a.failed[from]++
+	default:
+		w = append(w, e.at)
+		a.accepted[from] = append(a.accepted[from], e.at)
+	}
+	a.windows[from] = w
+	heap.Push(&a.events, event{at: e.at.Add(a.latency), send: e.send, v: v})
+}
+
+// rate is the accepted messages per second of from between two instants
+// of the run.
+func (a *api) rate(from string, start, end time.Duration) float64 {
+	n := 0
+	for _, at := range a.accepted[from] {
+		if d := at.Sub(t0); d >= start && d < end {
+			n++
+		}
+	}
+	return float64(n) / (end - start).Seconds()
+}
+
+// trace logs accepted and throttled requests per second of the run.
+func (a *api) trace(from string) {
+	acc, thr := map[int]int{}, map[int]int{}
+	last := 0
+	for _, at := range a.accepted[from] {
+		sec := int(at.Sub(t0) / time.Second)
+		acc[sec]++
+		last = max(last, sec)
+	}
+	for _, at := range a.throttledAt[from] {
+		thr[int(at.Sub(t0)/time.Second)]++
+	}
+	for sec := 0; sec <= last; sec++ {
+		a.t.Logf("%s second %d: %d accepted, %d throttled", from, sec, acc[sec], thr[sec])
+	}
+	a.t.Logf("changes: %+v", a.changes)
+}
+
+func fixed(limits map[string]int) func(string, time.Duration) int {
+	return func(from string, _ time.Duration) int { return limits[from] }
+}
+
+// TestToldTheLimit: a number told exactly its limit sends at 99% of it and
+// is never throttled.
+func TestToldTheLimit(t *testing.T) {
+	for _, limit := range []int{80, 400, 1000} {
+		a := newAPI(t, float64(limit), 200*time.Millisecond, fixed(map[string]int{"A": limit}))
+		a.run(20*time.Second, "A")
+		if a.throttle["A"] != 0 {
+			t.Errorf("limit %d: %d throttled", limit, a.throttle["A"])
+		}
+		// 99% of the limit at 400/s and above; one message under it below.
+		want := min(0.99*float64(limit), 0.999*Paced(float64(limit)))
+		if r := a.rate("A", 2*time.Second, 20*time.Second); r < want {
+			t.Errorf("limit %d: %.1f/s accepted, want ≥ %.1f", limit, r, want)
+		}
+	}
+}
+
+// TestLearnsALowerLimit: told more than the number allows, the pacer
+// learns the real limit from the first throttle, sends within a few
+// percent of it, and is throttled only now and then as it probes.
+func TestLearnsALowerLimit(t *testing.T) {
+	for _, tc := range []struct {
+		told, real int
+	}{{400, 300}, {1000, 80}, {80, 20}, {1000, 400}} {
+		a := newAPI(t, float64(tc.told), 200*time.Millisecond, fixed(map[string]int{"A": tc.real}))
+		a.run(30*time.Second, "A")
+		r := a.rate("A", 2*time.Second, 30*time.Second)
+		if r < 0.95*float64(tc.real) || r > float64(tc.real) {
+			a.trace("A")
+			t.Errorf("told %d, allows %d: %.1f/s accepted after the first 2 s, want ≥ %.1f", tc.told, tc.real, r, 0.95*float64(tc.real))
+		}
+		// The first throttle costs what was in flight beyond the limit
+		// (latency × excess); the probes a handful each.
+		sent := len(a.accepted["A"])
+		if th := a.throttle["A"]; float64(th) > 0.25*float64(tc.told)+0.03*float64(sent) {
+			t.Errorf("told %d, allows %d: %d throttled of %d accepted", tc.told, tc.real, th, sent)
+		}
+		if len(a.changes) == 0 || math.Abs(a.changes[0].Limit-float64(tc.real)) > 0.02*float64(tc.real)+1 {
+			t.Errorf("told %d, allows %d: first learned %v", tc.told, tc.real, a.changes)
+		}
+		if l := a.p.Limit("A"); l > float64(tc.told) || l < 0.9*float64(tc.real) {
+			t.Errorf("told %d, allows %d: limit at the end %.1f", tc.told, tc.real, l)
+		}
+	}
+}
+
+// TestLimitDropsAndComesBack: other traffic starts on the number (150
+// of its 400 messages a second, inbound or another sender) and stops again: the pacer follows the
+// share left down at once and probes back up to the ceiling.
+func TestLimitDropsAndComesBack(t *testing.T) {
+	a := newAPI(t, 400, 200*time.Millisecond, fixed(map[string]int{"A": 400}))
+	a.other = func(_ string, at time.Duration) float64 {
+		if at >= 10*time.Second && at < 20*time.Second {
+			return 150
+		}
+		return 0
+	}
+	a.run(40*time.Second, "A")
+	if r := a.rate("A", 2*time.Second, 10*time.Second); r < 0.99*400 {
+		t.Errorf("before: %.1f/s, want ≥ 396", r)
+	}
+	if r := a.rate("A", 12*time.Second, 20*time.Second); r < 0.93*250 || r > 250 {
+		t.Errorf("while the other sends: %.1f/s, want ≥ %.1f", r, 0.93*250)
+	}
+	if r := a.rate("A", 30*time.Second, 40*time.Second); r < 0.99*400 {
+		t.Errorf("after it stopped: %.1f/s, want ≥ 396", r)
+	}
+	if len(a.changes) == 0 {
+		t.Error("no change reported")
+	}
+	for _, c := range a.changes {
+		if math.Abs(c.Limit-250) > 5 {
+			t.Errorf("change %+v, want about 250/s", c)
+		}
+	}
+	// The window is full when the other traffic starts: what is in flight
+	// until the first throttle's answer is refused (latency × rate).
+	if th := a.throttle["A"]; th > 150 {
+		t.Errorf("%d throttled", th)
+	}
+	if t.Failed() {
+		a.trace("A")
+	}
+}
+
+// TestNumbersLearnOnTheirOwn: two numbers told 1000/s, one allowing 80/s:
+// the slow one learns its limit, the other is never throttled.
+func TestNumbersLearnOnTheirOwn(t *testing.T) {
+	a := newAPI(t, 1000, 100*time.Millisecond, fixed(map[string]int{"slow": 80, "fast": 1000}))
+	a.run(20*time.Second, "slow", "fast")
+	if a.throttle["fast"] != 0 {
+		t.Errorf("fast: %d throttled", a.throttle["fast"])
+	}
+	if r := a.rate("fast", 2*time.Second, 20*time.Second); r < 0.99*1000 {
+		t.Errorf("fast: %.1f/s", r)
+	}
+	if r := a.rate("slow", 2*time.Second, 20*time.Second); r < 0.95*80 {
+		t.Errorf("slow: %.1f/s", r)
+	}
+	if l := a.p.Limit("fast"); l != 1000 {
+		t.Errorf("fast: limit %v", l)
+	}
+	if l := a.p.Limit("slow"); l < 76 || l > 90 {
+		t.Errorf("slow: limit %v", l)
+	}
+}
+
+// TestBunchingWidensHeadroom: with arrivals spread ±10 ms, one message of
+// headroom is not enough; throttles that come while the number sends at
+// its pace widen it, and after a few the number runs clean at ≥ 95%.
+func TestBunchingWidensHeadroom(t *testing.T) {
+	a := newAPI(t, 400, 200*time.Millisecond, fixed(map[string]int{"A": 400}))
+	a.jitter = 10 * time.Millisecond
+	a.run(30*time.Second, "A")
+	if th := a.throttle["A"]; th > 40 {
+		t.Errorf("%d throttled", th)
+	}
+	if r := a.rate("A", 2*time.Second, 30*time.Second); r < 0.95*400 {
+		t.Errorf("%.1f/s, want ≥ 380", r)
+	}
+	if w := a.p.Headroom("A"); w <= 1 {
+		t.Errorf("headroom never widened (%v)", w)
+	}
+	if l := a.p.Limit("A"); l != 400 {
+		t.Errorf("bunching lowered the limit to %v", l)
+	}
+	if len(a.changes) != 0 {
+		t.Errorf("bunching reported as a lower limit: %v", a.changes)
+	}
+}
+
+// TestRefusedSendsGiveTheirSlotBack: 5% of requests are refused with an
+// error the API does not count; their slots are given back, so accepted
+// messages still arrive at the pace.
+func TestRefusedSendsGiveTheirSlotBack(t *testing.T) {
+	a := newAPI(t, 500, 200*time.Millisecond, fixed(map[string]int{"A": 500}))
+	a.fail = 0.05
+	a.run(20*time.Second, "A")
+	if a.throttle["A"] != 0 {
+		t.Errorf("%d throttled", a.throttle["A"])
+	}
+	// Sends not answered yet count until their answer: the 5% of them
+	// that will be refused cost about 1% of the limit.
+	if r := a.rate("A", 2*time.Second, 20*time.Second); r < 0.98*500 {
+		t.Errorf("%.1f/s accepted with 5%% refused, want ≥ %.1f", r, 0.98*500)
+	}
+	if a.failed["A"] == 0 {
+		t.Error("no request was refused")
+	}
+}
+
+// TestThrottleRestsUntilTheSecondDrains: after a throttle shows a lower
+// limit, the next send waits only until the sends of the second before
+// have left the API's window, about a second, not longer.
+func TestThrottleRestsUntilTheSecondDrains(t *testing.T) {
+	p := New(100)
+	var slots []Send
+	now := t0
+	for range 100 { // 100 sends over about a second
+		s, wait, ok := p.Reserve("A", now)
+		if !ok {
+			t.Fatal("refused a send")
+		}
+		now = now.Add(wait)
+		slots = append(slots, s)
+	}
+	// The API took the first 50 and throttled the 51st.
+	answer := slots[50].At.Add(100 * time.Millisecond)
+	for _, s := range slots[:50] {
+		p.Answered(s, Counted, s.At.Add(100*time.Millisecond))
+	}
+	if _, ok := p.Answered(slots[50], Throttled, answer); ok {
+		t.Fatal("a change reported before the limit settled")
+	}
+	if l := p.Limit("A"); l != 50 {
+		t.Fatalf("limit %v after the throttle, want 50", l)
+	}
+	_, wait, ok := p.Reserve("A", answer)
+	if ok {
+		t.Fatal("sent at once into a full second")
+	}
+	// The first send left at t0: the window has room when it leaves it.
+	if got := answer.Add(wait); got.Before(t0.Add(time.Second)) || got.After(t0.Add(1100*time.Millisecond)) {
+		t.Fatalf("rests until %v after t0, want about 1 s", got.Sub(t0))
+	}
+	// Later throttles of sends that left before the change are the same
+	// episode.
+	for _, s := range slots[51:] {
+		if _, ok := p.Answered(s, Throttled, s.At.Add(100*time.Millisecond)); ok {
+			t.Fatal("a send of the same episode lowered the limit again")
+		}
+	}
+	if l := p.Limit("A"); l != 50 {
+		t.Fatalf("limit %v, want 50", l)
+	}
+	// Quiet for a few seconds: the limit is reported once, then probed.
+	quiet := answer.Add(2 * probeAfter)
+	s, wait, _ := p.Reserve("A", quiet)
+	c, ok := p.Answered(s, Counted, quiet.Add(wait+100*time.Millisecond))
+	if !ok || c.Limit != 50 || c.Ceiling != 100 || c.From != "A" {
+		t.Fatalf("change = %+v, %v; want A's limit 50 of 100", c, ok)
+	}
+	if l := p.Limit("A"); l <= 50 {
+		t.Fatalf("limit %v after a quiet spell, want it probed up", l)
+	}
+}
+
+// TestSeed: a limit learned by an earlier run is where the number starts;
+// it is probed up after a quiet spell, and a seed at or above the ceiling
+// changes nothing.
+func TestSeed(t *testing.T) {
+	p := New(400)
+	p.Seed("A", 300, t0)
+	p.Seed("B", 500, t0)
+	if l := p.Limit("A"); l != 300 {
+		t.Fatalf("seeded limit %v, want 300", l)
+	}
+	if r := p.Rate("A"); r != Paced(300) {
+		t.Fatalf("seeded pace %v, want %v", r, Paced(300))
+	}
+	if l := p.Limit("B"); l != 400 {
+		t.Fatalf("a seed above the ceiling made the limit %v", l)
+	}
+	a := newAPI(t, 400, 200*time.Millisecond, fixed(map[string]int{"A": 400}))
+	a.p = p
+	a.run(20*time.Second, "A")
+	if a.throttle["A"] != 0 {
+		t.Errorf("%d throttled", a.throttle["A"])
+	}
+	if r := a.rate("A", 0, 2*time.Second); r > 300 {
+		t.Errorf("first 2 s at %.1f/s, want the seeded 300", r)
+	}
+	if r := a.rate("A", 12*time.Second, 20*time.Second); r < 0.99*400 {
+		t.Errorf("after probing: %.1f/s, want ≥ 396", r)
+	}
+}
+
+// TestThrottleNotOfItsPace: a number throttled although the API took
+// nothing of it in the second before (another sender's traffic, an
+// account's limit) rests 500 ms, doubling while it lasts, and keeps its
+// limit: there is nothing to learn.
+func TestThrottleNotOfItsPace(t *testing.T) {
+	p := New(100)
+	now := t0
+	for i, want := range []time.Duration{firstPause, 2 * firstPause, 4 * firstPause} {
+		s, wait, ok := p.Reserve("A", now)
+		if !ok {
+			t.Fatalf("throttle %d: no slot", i)
+		}
+		now = now.Add(wait + 100*time.Millisecond)
+		p.Answered(s, Throttled, now)
+		_, rest, ok := p.Reserve("A", now)
+		if ok || rest != want {
+			t.Fatalf("throttle %d: rest %v (ok %v), want %v", i, rest, ok, want)
+		}
+		// Answers within a second of its end are the same episode.
+		now = now.Add(rest)
+		s, _, _ = p.Reserve("A", now)
+		p.Answered(s, Throttled, now.Add(500*time.Millisecond))
+		s2, wait, ok := p.Reserve("A", now.Add(500*time.Millisecond))
+		if !ok || wait > 20*time.Millisecond {
+			t.Fatalf("throttle %d: a throttle of the same episode rests %v (ok %v)", i, wait, ok)
+		}
+		p.Answered(s2, NotCounted, now.Add(600*time.Millisecond))
+		now = now.Add(1100 * time.Millisecond)
+	}
+	if l := p.Limit("A"); l != 100 {
+		t.Fatalf("limit %v, want 100 still", l)
+	}
+	// After 10 s without one, the rest starts over.
+	now = now.Add(quietReset + time.Second)
+	s, wait, _ := p.Reserve("A", now)
+	now = now.Add(wait + 100*time.Millisecond)
+	p.Answered(s, Throttled, now)
+	if _, rest, _ := p.Reserve("A", now); rest != firstPause {
+		t.Fatalf("after a quiet spell: rest %v, want %v", rest, firstPause)
 	}
 }

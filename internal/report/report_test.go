@@ -124,7 +124,7 @@ func fixture(t testing.TB) (*store.Store, string) {
 		engine.Result{Outcome: engine.OutcomeFailed, Code: 131026, Title: "Message undeliverable", Attempt: attempt(3, "A", 22*s, 120*ms, "permanent", 131026)},
 		engine.Result{Outcome: engine.OutcomeSent, WAMID: "w6", Attempt: attempt(6, "B", 24200*ms, 110*ms, engine.Accepted, 0)},
 	)
-	if err := st.EndRun(ctx, run2, at(25*s)); err != nil {
+	if err := st.EndRun(ctx, run2, at(25*s), nil); err != nil {
 		t.Fatal(err)
 	}
 	// Reconcile: what status webhooks said.

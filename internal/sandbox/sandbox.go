@@ -120,8 +120,15 @@ type Config struct {
 	// 45 that borrows from later quota; the sandbox does not.)
 	PairInterval time.Duration
 
-	// Latency ± a uniform Jitter delays every answer.
+	// Latency ± a uniform Jitter delays every answer. It comes after the
+	// limits count the request, so it bunches nothing.
 	Latency, Jitter time.Duration
+
+	// ArrivalJitter delays each request by a uniform 0–2×ArrivalJitter
+	// before the limits count it (±ArrivalJitter about its mean): a
+	// network that bunches requests sent evenly spaced, as the per-number
+	// limit sees them.
+	ArrivalJitter time.Duration
 
 	// TransientRate is the fraction answered with a transient error, split
 	// evenly between 131000 (HTTP 500), 131016 (HTTP 500 or 503) and a bare
@@ -554,6 +561,9 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request, version, phoneID s
 	req, tmpl, f := s.parse(body, a)
 	if f.code != 0 {
 		s.fail(w, f)
+		return
+	}
+	if s.cfg.ArrivalJitter > 0 && !s.delay(r.Context(), time.Duration(rand.Float64()*float64(2*s.cfg.ArrivalJitter))) {
 		return
 	}
 	at := s.now()

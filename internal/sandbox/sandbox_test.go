@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -545,6 +546,42 @@ func TestLatency(t *testing.T) {
 	}
 	if d := time.Since(start); d < 20*time.Millisecond {
 		t.Errorf("answered after %v, want at least Latency-Jitter = 20ms", d)
+	}
+}
+
+// TestArrivalJitter: a request counts against its number's limit up to
+// 2×ArrivalJitter after it came, a different delay each time; with none,
+// at once.
+func TestArrivalJitter(t *testing.T) {
+	for _, jitter := range []time.Duration{0, 10 * time.Millisecond} {
+		var acc bytes.Buffer
+		s := New(Config{Rate: -1, PairInterval: -1, ArrivalJitter: jitter, Accepted: &acc})
+		var delays []time.Duration
+		for i := range 40 {
+			start := time.Now()
+			if a := send(s, fmt.Sprint(16505550000+i), ""); a.status != 200 {
+				t.Fatal(a)
+			}
+			line := lines(t, acc.Bytes())[i]
+			var r struct {
+				Time time.Time `json:"time"`
+			}
+			if err := json.Unmarshal(line, &r); err != nil {
+				t.Fatal(err)
+			}
+			delays = append(delays, r.Time.Sub(start))
+		}
+		lo, hi := slices.Min(delays), slices.Max(delays)
+		if lo < 0 {
+			t.Errorf("jitter %v: counted %v before it came", jitter, lo)
+		}
+		if jitter == 0 && hi > 5*time.Millisecond {
+			t.Errorf("no jitter: counted up to %v after it came", hi)
+		}
+		if jitter > 0 && (hi-lo < jitter/2 || lo > 2*jitter+5*time.Millisecond) {
+			t.Errorf("jitter %v: delays from %v to %v, want spread over 0–%v", jitter, lo, hi, 2*jitter)
+		}
+		s.Close()
 	}
 }
 

@@ -179,7 +179,7 @@ func TestBudgetAgreesWithPacer(t *testing.T) {
 			for i := range 200 {
 				k := pattern[i%len(pattern)]
 				for {
-					wait, ok := p.ReserveN(from, now, k)
+					_, wait, ok := p.ReserveN(from, now, k)
 					now = now.Add(wait)
 					if ok {
 						break

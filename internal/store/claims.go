@@ -203,6 +203,9 @@ type Run struct {
 	Version   string
 	Rate      float64
 	Senders   []string
+	// Learned: sender numbers that accepted less than Rate, with what
+	// they accept per second, as the run's end found them.
+	Learned map[string]float64
 }
 
 // BeginRun records that a run begins; the attempts Record writes from now
@@ -226,10 +229,19 @@ func (s *Store) BeginRun(ctx context.Context, r Run) (_ int64, err error) {
 	return id, nil
 }
 
-// EndRun records that run id ended at.
-func (s *Store) EndRun(ctx context.Context, id int64, at time.Time) (err error) {
+// EndRun records that run id ended at, and what it learned of its
+// numbers' limits (nil: nothing).
+func (s *Store) EndRun(ctx context.Context, id int64, at time.Time, learned map[string]float64) (err error) {
 	defer full(&err)
-	if _, err := s.db.ExecContext(ctx, `UPDATE runs SET ended_at = ? WHERE id = ?`, ms(at), id); err != nil {
+	var l any // NULL
+	if len(learned) > 0 {
+		b, err := json.Marshal(learned)
+		if err != nil {
+			return err
+		}
+		l = string(b)
+	}
+	if _, err := s.db.ExecContext(ctx, `UPDATE runs SET ended_at = ?, learned = ? WHERE id = ?`, ms(at), l, id); err != nil {
 		return fmt.Errorf("record the end of the run: %w", err)
 	}
 	return nil
@@ -321,12 +333,17 @@ func (s *Store) EachAttempt(ctx context.Context, fn func(AttemptRow) error) erro
 // Runs returns the runs recorded, oldest first.
 func (s *Store) Runs(ctx context.Context) ([]Run, error) {
 	var out []Run
-	err := s.query(ctx, `SELECT id, started_at, COALESCE(ended_at, 0), pid, version, rate, senders FROM runs ORDER BY id`, func(rows *sql.Rows) error {
+	err := s.query(ctx, `SELECT id, started_at, COALESCE(ended_at, 0), pid, version, rate, senders, COALESCE(learned, '') FROM runs ORDER BY id`, func(rows *sql.Rows) error {
 		var r Run
 		var started, ended int64
-		var senders string
-		if err := rows.Scan(&r.ID, &started, &ended, &r.PID, &r.Version, &r.Rate, &senders); err != nil {
+		var senders, learned string
+		if err := rows.Scan(&r.ID, &started, &ended, &r.PID, &r.Version, &r.Rate, &senders, &learned); err != nil {
 			return err
+		}
+		if learned != "" {
+			if err := json.Unmarshal([]byte(learned), &r.Learned); err != nil {
+				return fmt.Errorf("run %d: learned: %w", r.ID, err)
+			}
 		}
 		r.StartedAt = time.UnixMilli(started)
 		if ended != 0 {

@@ -102,6 +102,11 @@ var migrations = []string{
 		class      TEXT NOT NULL,    -- engine.Accepted or a campaign.Class
 		code       INTEGER           -- the provider's error code, NULL for none
 	);`,
+
+	// 6: what a run learned (issue 14): the sender numbers whose answers
+	// showed they accept less than the run's rate, with what they accept
+	// per second (JSON object); NULL: none, or the run was killed.
+	`ALTER TABLE runs ADD COLUMN learned TEXT;`,
 }
 
 // legacySkipKind reads a skip reason's kind off its wording, as releases

@@ -542,7 +542,7 @@ func TestAttemptsRecord(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.EndRun(ctx, run1, at); err != nil {
+	if err := s.EndRun(ctx, run1, at, map[string]float64{"A": 62.5}); err != nil {
 		t.Fatal(err)
 	}
 	run2, err := s.BeginRun(ctx, Run{StartedAt: at, PID: 43, Version: "test", Rate: 80, Senders: []string{"A"}})
@@ -575,6 +575,9 @@ func TestAttemptsRecord(t *testing.T) {
 	}
 	if len(runs) != 2 || runs[0].ID != run1 || !runs[0].EndedAt.Equal(at) || runs[1].ID != run2 || !runs[1].EndedAt.IsZero() || runs[1].PID != 43 {
 		t.Fatalf("runs = %+v", runs)
+	}
+	if runs[0].Learned["A"] != 62.5 || runs[1].Learned != nil {
+		t.Fatalf("learned: run 1 %v, run 2 (killed) %v", runs[0].Learned, runs[1].Learned)
 	}
 }
 
