@@ -143,7 +143,8 @@ clean:
 # gcc, arm64 with Debian's cross compiler; darwin is the macOS runner's job),
 # then a smoke run of each archive's binary: --version (the stamped version)
 # and a 20-row campaign to the in-process sandbox, the arm64 one under
-# qemu-user. Installs gcc-aarch64-linux-gnu and qemu-user when missing (as
+# qemu-user (it must end with exit 0, or 3 when all that is left is a row
+# the sandbox's late answers put in doubt). Installs gcc-aarch64-linux-gnu and qemu-user when missing (as
 # root), and goreleaser into .tools/ (as a go.mod tool it would add some 300
 # requires to go.mod). The first cgo cross build of SQLite takes minutes.
 GORELEASER_VERSION ?= v2.15.1
@@ -176,8 +177,9 @@ release-snapshot:
 		out=$$(cd $$tmp/$$arch && $$runner ./bulksend --version); echo "$$out"; \
 		case "$$out" in "bulksend $$version"*) ;; *) echo "release-snapshot: want version $$version" >&2; exit 1;; esac; \
 		echo "== $$runner bulksend run x.csv --sandbox --template welcome --from 1000001 --rate 50"; \
-		(cd $$tmp/$$arch && $$runner ./bulksend run x.csv --sandbox --template welcome --from 1000001 --rate 50 2>run.log) || \
-			{ cat $$tmp/$$arch/run.log >&2; echo "release-snapshot: the $$arch sandbox campaign failed" >&2; exit 1; }; \
-		grep -E 'this run:|campaign: 20 rows' $$tmp/$$arch/run.log; \
+		rc=0; (cd $$tmp/$$arch && $$runner ./bulksend run x.csv --sandbox --template welcome --from 1000001 --rate 50 2>run.log) || rc=$$?; \
+		grep -E 'this run:|campaign: 20 rows' $$tmp/$$arch/run.log || true; \
+		if [ $$rc -ne 0 ] && ! { [ $$rc -eq 3 ] && grep -q 'campaign: 20 rows = .* + 0 pending + 0 sending + [1-9]' $$tmp/$$arch/run.log; }; then \
+			cat $$tmp/$$arch/run.log >&2; echo "release-snapshot: the $$arch sandbox campaign failed (exit $$rc)" >&2; exit 1; fi; \
 	done; \
 	echo "release-snapshot: $$(( $$(date +%s) - start )) s"
