@@ -67,6 +67,9 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 
 func run(args []string, ios *IO) int {
 	root := newRoot(ios)
+	if completionRequest(args) {
+		root.SetOut(ios.Out)
+	}
 	root.SetArgs(args)
 	err := root.Execute()
 	if err == nil {
@@ -227,7 +230,32 @@ crash, a Ctrl-C or an API outage never sends a message twice or skips one.
 		return nil, usagef("", "invalid --log-format %q: want text or json", logFormat)
 	}
 	root.AddCommand(newRunCmd(ios, logger), newStatusCmd(ios), newExportCmd(ios), newReconcileCmd(ios, logger), newSandboxCmd(ios, logger), newReportCmd(ios), newVersionCmd(ios))
+	// --version prints what 'bulksend version' prints, on stdout (cobra's
+	// own --version would print on root's output: stderr, with the help).
+	var showVersion bool
+	root.Flags().BoolVar(&showVersion, "version", false, "print the version line of 'bulksend version'")
+	root.RunE = func(cmd *cobra.Command, args []string) error {
+		if showVersion {
+			return runVersion(ios, &versionOptions{})
+		}
+		return cmd.Help()
+	}
 	return root
+}
+
+// completionRequest reports whether args ask cobra for a shell completion
+// script (bulksend completion SHELL) or, from such a script, for the
+// completions of a command line (the hidden __complete commands). The shell
+// reads both from stdout, unlike help.
+func completionRequest(args []string) bool {
+	if len(args) == 0 {
+		return false
+	}
+	switch args[0] {
+	case "completion", cobra.ShellCompRequestCmd, cobra.ShellCompNoDescRequestCmd:
+		return true
+	}
+	return false
 }
 
 // interruptWords are what a command says when the first interrupt stops

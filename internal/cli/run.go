@@ -17,7 +17,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -454,9 +453,8 @@ func (o *runOptions) drive(ctx, runCtx context.Context, ios *IO, st *store.Store
 	}
 	eng := engine.New(cfg)
 	// The campaign's history: this run, and every request it makes.
-	bi, _ := debug.ReadBuildInfo()
 	started := time.Now()
-	run, err := st.BeginRun(runCtx, store.Run{StartedAt: started, PID: os.Getpid(), Version: versionOf(bi).Version,
+	run, err := st.BeginRun(runCtx, store.Run{StartedAt: started, PID: os.Getpid(), Version: currentVersion().Version,
 		Rate: cfg.Rate, Senders: cfg.Senders})
 	if err != nil {
 		return err

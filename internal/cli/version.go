@@ -22,8 +22,9 @@ func newVersionCmd(ios *IO) *cobra.Command {
 untagged checkout; "(devel)" when the build recorded no VCS information), the
 source revision it was built from ("-dirty" when the tree had uncommitted
 changes), that revision's commit time and the Go version. Parts the build did
-not record are left out. With --json it prints one object; its fields are only
-ever added to.`,
+not record are left out. A release binary shows the version its release build
+stamped in. 'bulksend --version' prints the same line. With --json it prints
+one object; its fields are only ever added to.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runVersion(ios, o)
@@ -33,9 +34,21 @@ ever added to.`,
 	return cmd
 }
 
-func runVersion(ios *IO, o *versionOptions) error {
+// version is the release version, stamped by the release build with
+// -ldflags "-X github.com/bulksend/bulksend/internal/cli.version=v1.2.3"
+// (see .goreleaser.yaml). Empty in any other build: the version is then
+// the module version the toolchain recorded, if any.
+var version string
+
+// currentVersion is this binary's version, for 'version', --version and
+// the campaign's run history.
+func currentVersion() buildVersion {
 	bi, _ := debug.ReadBuildInfo() // nil, false only without module support
-	v := versionOf(bi)
+	return versionOf(bi, version)
+}
+
+func runVersion(ios *IO, o *versionOptions) error {
+	v := currentVersion()
 	if o.json {
 		if err := json.NewEncoder(ios.Out).Encode(v); err != nil {
 			return fmt.Errorf("version: %w", err)
@@ -62,13 +75,17 @@ type buildVersion struct {
 // version is always the line's second word.
 const unknownVersion = "unknown"
 
-// versionOf reads bi, which may be nil.
-func versionOf(bi *debug.BuildInfo) buildVersion {
+// versionOf reads bi, which may be nil; stamped, when not empty, is the
+// version instead of the module version in bi.
+func versionOf(bi *debug.BuildInfo, stamped string) buildVersion {
 	v := buildVersion{Version: unknownVersion}
+	if stamped != "" {
+		v.Version = stamped
+	}
 	if bi == nil {
 		return v
 	}
-	if bi.Main.Version != "" {
+	if bi.Main.Version != "" && stamped == "" {
 		v.Version = bi.Main.Version
 	}
 	v.Go = bi.GoVersion

@@ -1,8 +1,10 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
 	"runtime/debug"
+	"strings"
 	"testing"
 )
 
@@ -18,10 +20,11 @@ func TestVersionOf(t *testing.T) {
 	}
 	const rev = "4e90a2f0c1d2e3f4a5b6c7d8e9f0a1b2c3d4e5f6"
 	tests := []struct {
-		name string
-		bi   *debug.BuildInfo
-		text string
-		json string
+		name    string
+		bi      *debug.BuildInfo
+		stamped string // -X ...cli.version
+		text    string
+		json    string
 	}{
 		{
 			name: "tagged release",
@@ -45,6 +48,21 @@ func TestVersionOf(t *testing.T) {
 			json: `{"version":"(devel)","revision":"","modified":false,"time":"","go":"go1.26.8"}`,
 		},
 		{
+			name: "stamped by the release build (-buildvcs=false: no revision)",
+			bi: &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Path: "github.com/bulksend/bulksend", Version: "(devel)"},
+				Settings: []debug.BuildSetting{{Key: "-trimpath", Value: "true"}}},
+			stamped: "v1.5.0",
+			text:    "bulksend v1.5.0 (go1.26.8)",
+			json:    `{"version":"v1.5.0","revision":"","modified":false,"time":"","go":"go1.26.8"}`,
+		},
+		{
+			name:    "stamped wins over the recorded module version",
+			bi:      &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Path: "github.com/bulksend/bulksend", Version: "v0.0.0-20261201095000-2bfaa7a1b2c3"}},
+			stamped: "v0.0.0-SNAPSHOT-2bfaa7a",
+			text:    "bulksend v0.0.0-SNAPSHOT-2bfaa7a (go1.26.8)",
+			json:    `{"version":"v0.0.0-SNAPSHOT-2bfaa7a","revision":"","modified":false,"time":"","go":"go1.26.8"}`,
+		},
+		{
 			name: "nil build info",
 			bi:   nil,
 			text: "bulksend unknown",
@@ -53,7 +71,7 @@ func TestVersionOf(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			v := versionOf(tt.bi)
+			v := versionOf(tt.bi, tt.stamped)
 			if got := v.String(); got != tt.text {
 				t.Errorf("text:\n got %s\nwant %s", got, tt.text)
 			}
@@ -65,5 +83,24 @@ func TestVersionOf(t *testing.T) {
 				t.Errorf("json:\n got %s\nwant %s", b, tt.json)
 			}
 		})
+	}
+}
+
+// TestVersionFlag checks that --version prints the version the release
+// build stamps in with -ldflags -X, on stdout, as 'version' does. Not
+// parallel: it sets the package's version for its duration.
+func TestVersionFlag(t *testing.T) {
+	old := version
+	version = "v1.5.0"
+	t.Cleanup(func() { version = old })
+	for _, args := range [][]string{{"--version"}, {"version"}} {
+		var out, errOut bytes.Buffer
+		code := run(args, &IO{In: strings.NewReader(""), Out: &out, Err: &errOut, Getenv: func(string) string { return "" }})
+		if code != ExitOK || errOut.Len() != 0 {
+			t.Fatalf("%q: exit %d, stderr %q", args, code, errOut.String())
+		}
+		if got := out.String(); !strings.HasPrefix(got, "bulksend v1.5.0 ") && got != "bulksend v1.5.0\n" {
+			t.Errorf("%q printed %q, want the line to start with \"bulksend v1.5.0\"", args, got)
+		}
 	}
 }
