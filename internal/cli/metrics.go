@@ -203,27 +203,58 @@ func (mo *metricsOutput) close() {
 	})
 }
 
+// leave writes what the checkpoint says to the metrics file when the run
+// ends before it began sending (an import or preflight error, nothing
+// due): the file must not keep an earlier run's figures. A checkpoint
+// with no campaign yet leaves the file as it is.
+func (mo *metricsOutput) leave(ctx context.Context, st *store.Store) {
+	if mo == nil || mo.m != nil || mo.file == "" {
+		return
+	}
+	settings, err := st.Settings(ctx)
+	if err != nil || settings.CampaignID == "" {
+		return
+	}
+	m, err := checkpointMetrics(ctx, st, settings)
+	if err == nil {
+		err = m.WriteFile(mo.file)
+	}
+	if err != nil {
+		mo.log.Warn("metrics file not written", "file", mo.file, "err", err)
+	}
+}
+
 // printMetrics prints what the checkpoint alone says in the Prometheus
 // text exposition format, for a cron job that only wants state.
 func printMetrics(ctx context.Context, ios *IO, st *store.Store, settings store.Settings) error {
-	channel, err := campaign.ParseChannel(settings.Channel)
+	m, err := checkpointMetrics(ctx, st, settings)
 	if err != nil {
 		return err
+	}
+	return m.Write(ios.Out)
+}
+
+// checkpointMetrics are the metrics the checkpoint alone gives: rows by
+// state, the last success, the last run's start, end and rate.
+func checkpointMetrics(ctx context.Context, st *store.Store, settings store.Settings) (*metrics.Metrics, error) {
+	channel, err := campaign.ParseChannel(settings.Channel)
+	if err != nil {
+		return nil, err
 	}
 	var s metrics.State
 	if s.Counts, err = st.Counts(ctx); err != nil {
-		return err
+		return nil, err
 	}
 	if s.LastSuccess, _, err = st.LastSent(ctx); err != nil {
-		return err
+		return nil, err
 	}
 	runs, err := st.Runs(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if len(runs) > 0 {
 		last := runs[len(runs)-1]
 		s.RunStart, s.RunEnd, s.Senders, s.Rate = last.StartedAt, last.EndedAt, last.Senders, last.Rate
 	}
-	return metrics.FromCheckpoint(settings.CampaignID, string(channel), s).Write(ios.Out)
+	return metrics.FromCheckpoint(settings.CampaignID, string(channel), s), nil
 }

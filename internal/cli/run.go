@@ -307,6 +307,7 @@ func runRun(ctx context.Context, ios *IO, o *runOptions) error {
 		return err
 	}
 	defer st.Close()
+	defer o.metricsOut.leave(context.WithoutCancel(runCtx), st)
 
 	settings, err := o.settings(runCtx, ios, st, readOnly, token)
 	if err != nil {
@@ -464,7 +465,13 @@ func (o *runOptions) drive(ctx, runCtx context.Context, ios *IO, st *store.Store
 	prog := startProgress(ios, eng, counts, o.progressEvery)
 	runErr := eng.Run(runCtx)
 	prog.stop()
-	if err := st.EndRun(ctx, run, time.Now(), eng.Stats().Learned); err != nil {
+	if stats := eng.Stats(); stats.Requests == 0 {
+		// Nothing left: a run of a finished campaign (from cron, say) is
+		// not part of its history.
+		if err := st.ForgetRun(ctx, run); err != nil {
+			return errors.Join(runErr, err)
+		}
+	} else if err := st.EndRun(ctx, run, time.Now(), stats.Learned); err != nil {
 		return errors.Join(runErr, err)
 	}
 

@@ -191,6 +191,7 @@ const pauseWithoutLength = time.Minute
 // Stats are live counters of a run. Read them with Engine.Stats.
 type Stats struct {
 	Started   time.Time
+	Requests  int64 // requests that left, answered or not
 	Sent      int64 // accepted by the API
 	Held      int64 // of Sent, held back by the provider (they may still fail)
 	Failed    int64 // failed permanently
@@ -227,6 +228,7 @@ type Engine struct {
 
 	started                                         time.Time
 	sent, held, failed, retries, throttled, inDoubt atomic.Int64
+	requests                                        atomic.Int64
 	unsentStreak                                    atomic.Int64
 }
 
@@ -289,7 +291,7 @@ func New(cfg Config) *Engine {
 func (e *Engine) Stats() Stats {
 	limit, used := e.gate.snapshot()
 	return Stats{
-		Started: e.started, Sent: e.sent.Load(), Held: e.held.Load(), Failed: e.failed.Load(), Retries: e.retries.Load(),
+		Started: e.started, Requests: e.requests.Load(), Sent: e.sent.Load(), Held: e.held.Load(), Failed: e.failed.Load(), Retries: e.retries.Load(),
 		Throttled: e.throttled.Load(), InDoubt: e.inDoubt.Load(), InFlight: used, Limit: limit,
 		Learned: e.learnedLimits(),
 	}
@@ -431,7 +433,6 @@ func (e *Engine) slot(ctx context.Context, sender string, cost int) (pace.Send, 
 		return pace.Send{}, false
 	}
 	start := time.Now()
-	defer func() { e.cfg.Observer.Waited(sender, time.Since(start)) }()
 	// The slot in flight first, then the pacer's send slot: booked the
 	// other way round, a send held up by the gate would leave late and the
 	// next one at once, two requests back to back.
@@ -450,6 +451,9 @@ func (e *Engine) slot(ctx context.Context, sender string, cost int) (pace.Send, 
 		e.pacer.Answered(slot, pace.NotCounted, time.Now())
 		return pace.Send{}, false
 	}
+	// Only a request that leaves has waited: a stop or a rest is not a
+	// wait for the limiter.
+	e.cfg.Observer.Waited(sender, time.Since(start))
 	return slot, true
 }
 
@@ -576,6 +580,7 @@ func (e *Engine) send(ctx context.Context, j Job, slot pace.Send, sends *sync.Wa
 		Params: j.Params, CallbackData: campaign.CallbackData(e.cfg.CampaignID, j.Row),
 	}
 	start := time.Now()
+	e.requests.Add(1)
 	rc, err := e.cfg.Sender.Send(ctx, msg)
 	now := time.Now()
 	e.gate.release(now.Sub(start))

@@ -634,6 +634,37 @@ func TestCancelDrainsInFlight(t *testing.T) {
 	})
 }
 
+// countingObserver counts what the engine observes.
+type countingObserver struct{ attempted, waited atomic.Int64 }
+
+func (o *countingObserver) Attempted(engine.Attempt)      { o.attempted.Add(1) }
+func (o *countingObserver) Waited(string, time.Duration) { o.waited.Add(1) }
+
+// TestWaitsObservedOnlyForRequestsThatLeft: a stop ends the waits of rows
+// claimed but not sent; they are not limiter waits (one per request).
+func TestWaitsObservedOnlyForRequestsThatLeft(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cp := checkpoint(2000, "A")
+		ctx, cancel := context.WithCancel(context.Background())
+		var calls atomic.Int64
+		fs := &fakeSender{fn: func(m campaign.Message, call int) (campaign.Receipt, error) {
+			if calls.Add(1) == 50 {
+				cancel()
+			}
+			return accept(m, call)
+		}}
+		obs := &countingObserver{}
+		cfg := config(cp, fs, "A")
+		cfg.Rate, cfg.Observer = 100, obs
+		if err := engine.New(cfg).Run(ctx); !errors.Is(err, context.Canceled) {
+			t.Fatalf("Run: %v, want context.Canceled", err)
+		}
+		if a, w := obs.attempted.Load(), obs.waited.Load(); a != calls.Load() || w != a {
+			t.Fatalf("%d requests, %d attempts observed, %d waits observed: want one wait per request", calls.Load(), a, w)
+		}
+	})
+}
+
 func TestUnreachableStops(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		cp := checkpoint(100, "A")

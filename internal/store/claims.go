@@ -247,6 +247,16 @@ func (s *Store) EndRun(ctx context.Context, id int64, at time.Time, learned map[
 	return nil
 }
 
+// ForgetRun deletes the record of run id: a run that sent nothing (a
+// finished campaign run again from cron) is not part of its history.
+func (s *Store) ForgetRun(ctx context.Context, id int64) (err error) {
+	defer full(&err)
+	if _, err := s.db.ExecContext(ctx, `DELETE FROM runs WHERE id = ?`, id); err != nil {
+		return fmt.Errorf("forget the run: %w", err)
+	}
+	return nil
+}
+
 // attemptsBatch is how many attempts one INSERT writes.
 const attemptsBatch = 128
 
