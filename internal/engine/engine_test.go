@@ -637,7 +637,7 @@ func TestCancelDrainsInFlight(t *testing.T) {
 // countingObserver counts what the engine observes.
 type countingObserver struct{ attempted, waited atomic.Int64 }
 
-func (o *countingObserver) Attempted(engine.Attempt)      { o.attempted.Add(1) }
+func (o *countingObserver) Attempted(engine.Attempt)     { o.attempted.Add(1) }
 func (o *countingObserver) Waited(string, time.Duration) { o.waited.Add(1) }
 
 // TestWaitsObservedOnlyForRequestsThatLeft: a stop ends the waits of rows
