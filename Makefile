@@ -75,7 +75,7 @@ report-screenshot: build
 	{ timeout --preserve-status -s KILL 10 ./$(BIN) run $(SHOT)/campaign.csv --sandbox --template welcome --from $(SHOT_FROM) --rate 100 --progress-interval 5s 2>$(SHOT)/run1.log; \
 	  echo "exit $$?"; } && \
 	echo "== run 2: resume at 80 msg/s, the sandbox's limit; interrupted after 10 s" && \
-	{ timeout --preserve-status -s INT 10 ./$(BIN) run $(SHOT)/campaign.csv --sandbox --rate 80 2>$(SHOT)/run2.log; echo "exit $$?"; } && \
+	{ timeout --foreground --preserve-status -s INT 10 ./$(BIN) run $(SHOT)/campaign.csv --sandbox --rate 80 2>$(SHOT)/run2.log; echo "exit $$?"; } && \
 	echo "== run 3: resume to the end (rows the kill left in doubt are held)" && \
 	{ ./$(BIN) run $(SHOT)/campaign.csv --sandbox 2>$(SHOT)/run3.log; echo "exit $$?"; } && \
 	echo "== reconcile the webhook log: settle the rows in doubt, resend those no webhook shows sent" && \

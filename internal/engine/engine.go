@@ -297,12 +297,16 @@ func (e *Engine) Stats() Stats {
 	}
 }
 
-// learnedLimits returns the senders whose learned limit is below the
-// configured rate; nil when none is.
+// slower is how far under the configured rate a learned limit must be to
+// be told: a few percent is the noise of a loaded machine or network.
+const slower = 0.95
+
+// learnedLimits returns the senders whose learned limit is clearly below
+// the configured rate; nil when none is.
 func (e *Engine) learnedLimits() map[string]float64 {
 	var out map[string]float64
 	for _, s := range e.cfg.Senders {
-		if l := e.pacer.Learned(s); e.cfg.Rate > 0 && l < e.cfg.Rate {
+		if l := e.pacer.Learned(s); e.cfg.Rate > 0 && l < slower*e.cfg.Rate {
 			if out == nil {
 				out = map[string]float64{}
 			}
@@ -641,7 +645,7 @@ func (e *Engine) learn(slot pace.Send, err error, now time.Time) {
 		}
 	}
 	c, lowered := e.pacer.Answered(slot, v, now)
-	if !lowered || math.IsInf(c.Ceiling, 1) {
+	if !lowered || math.IsInf(c.Ceiling, 1) || c.Limit >= slower*c.Ceiling {
 		return
 	}
 	if _, told := e.learned.LoadOrStore(c.From, true); told {
