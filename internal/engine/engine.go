@@ -149,7 +149,7 @@ type Config struct {
 	ThrottleBase  time.Duration // default 2s
 	ThrottleMax   time.Duration // default 256s
 
-	BackoffBase  time.Duration  // first transient retry delay bound; default 2s
+	BackoffBase  time.Duration  // first transient retry delay bound; default 1s
 	BackoffMax   time.Duration  // default 5m
 	PairBase     time.Duration  // pair-limit retries wait PairBase·4^(attempt-1), as Meta advises; default 1s
 	RetryHorizon time.Duration  // wait in the run for retries due within this; default 5m
@@ -238,7 +238,7 @@ func New(cfg Config) *Engine {
 		cfg.MaxAttempts = 5
 	}
 	if cfg.BackoffBase <= 0 {
-		cfg.BackoffBase = 2 * time.Second
+		cfg.BackoffBase = time.Second
 	}
 	if cfg.BackoffMax <= 0 {
 		cfg.BackoffMax = 5 * time.Minute

@@ -238,18 +238,7 @@ func (n *number) room(leave time.Time, cost int) (bool, time.Time) {
 	if math.IsInf(n.limit, 1) {
 		return true, time.Time{}
 	}
-	// Sends not answered yet count as many as answers show will be
-	// accepted.
-	cut := leave.Add(-time.Second)
-	count, waiting, i := n.counted, n.waiting, n.win
-	for ; i < len(n.log) && !n.log[i].at.After(cut); i++ {
-		if e := n.log[i]; e.counts() {
-			count -= e.cost
-			if e.state == pending {
-				waiting -= e.cost
-			}
-		}
-	}
+	count, _, i := n.window(leave)
 	if count == 0 || float64(count+cost) <= n.limit {
 		return true, time.Time{}
 	}
@@ -259,6 +248,32 @@ func (n *number) room(leave time.Time, cost int) (bool, time.Time) {
 		}
 	}
 	return true, time.Time{}
+}
+
+// gap reports whether a slot given back fits at leave: what the second
+// before holds, counting sends not answered yet as many as the answers so
+// far show will be accepted, keeps the headroom. Slots given back so fill
+// the number up to its pace, not to its limit.
+func (n *number) gap(leave time.Time, cost int) bool {
+	count, waiting, _ := n.window(leave)
+	expected := float64(count) - float64(waiting)*n.refusal
+	return expected+float64(cost) <= float64(n.pace())
+}
+
+// window returns the cost of the sends that count in the second before
+// leave, of which not answered yet, and the index of the first after it.
+func (n *number) window(leave time.Time) (count, waiting, i int) {
+	cut := leave.Add(-time.Second)
+	count, waiting, i = n.counted, n.waiting, n.win
+	for ; i < len(n.log) && !n.log[i].at.After(cut); i++ {
+		if e := n.log[i]; e.counts() {
+			count -= e.cost
+			if e.state == pending {
+				waiting -= e.cost
+			}
+		}
+	}
+	return count, waiting, i
 }
 
 func (e entry) counts() bool { return e.state == pending || e.state == accepted }
@@ -308,7 +323,7 @@ func (p *Pacer) ReserveN(from string, now time.Time, cost int) (s Send, wait tim
 		if leave.Before(now) {
 			leave = now
 		}
-		if fits, _ := n.room(leave, cost); fits {
+		if n.gap(leave, cost) {
 			n.credits -= cost
 			return n.record(from, leave, cost), leave.Sub(now), true
 		}

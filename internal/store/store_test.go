@@ -602,3 +602,33 @@ func TestLastSent(t *testing.T) {
 		t.Fatalf("LastSent = %v %v %v, want the later of two sends", got, ok, err)
 	}
 }
+
+// TestClaimDueRetriesFirst: a retry that is due is claimed before rows
+// never tried, so retries ride in the main flow instead of waiting for
+// its end; one not due yet waits.
+func TestClaimDueRetriesFirst(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t, phones(6, "A")...)
+	now := time.UnixMilli(1_750_000_000_000)
+	jobs, err := s.Claim(ctx, "A", now, 2)
+	if err != nil || len(jobs) != 2 {
+		t.Fatalf("claim: %v %v", jobs, err)
+	}
+	if err := s.Record(ctx, []engine.Result{
+		{Row: 1, Outcome: engine.OutcomeRetry, Code: 131000, Title: "x", NextAt: now.Add(time.Second), At: now},
+		{Row: 2, Outcome: engine.OutcomeRetry, Code: 131000, Title: "x", NextAt: now.Add(time.Hour), At: now},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	jobs, err = s.Claim(ctx, "A", now.Add(2*time.Second), 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []int64
+	for _, j := range jobs {
+		got = append(got, j.Row)
+	}
+	if want := []int64{1, 3, 4}; !slices.Equal(got, want) {
+		t.Fatalf("claimed rows %v, want %v (the due retry first, the one not due left)", got, want)
+	}
+}
