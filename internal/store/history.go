@@ -48,7 +48,7 @@ func Check(path string) error {
 	} else if v > schemaVersion {
 		return fmt.Errorf("open checkpoint %q: %w", path, newerSchema(v))
 	}
-	s := &Store{db: db, path: path}
+	s := &Store{db: db, q: db, path: path}
 	if _, err := s.Settings(ctx); err != nil {
 		return fmt.Errorf("open checkpoint %q: %w", path, err)
 	}

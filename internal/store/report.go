@@ -13,7 +13,9 @@ import (
 // heldRows are the rows Report.Held counts: sent, and held back.
 const heldRows = `(status = 'sent' AND held = 1)`
 
-// Counts returns the number of rows in each status.
+// Counts returns the number of rows in each status. It scans every row:
+// a reader beside a run (metrics) calls it on a View, so as not to hold
+// the run's connection meanwhile.
 func (s *Store) Counts(ctx context.Context) (campaign.Counts, error) {
 	var c campaign.Counts
 	err := s.query(ctx, `SELECT status, COUNT(*) FROM recipients GROUP BY status`, func(rows *sql.Rows) error {
@@ -100,7 +102,7 @@ type SenderCount struct {
 
 // query runs a read-only query and scans each row; errors name the report.
 func (s *Store) query(ctx context.Context, query string, scan func(*sql.Rows) error, args ...any) error {
-	rows, err := s.db.QueryContext(ctx, query, args...)
+	rows, err := s.q.QueryContext(ctx, query, args...)
 	if err != nil {
 		return fmt.Errorf("report: %w", err)
 	}

@@ -127,7 +127,7 @@ func ReadSettings(path string) (Settings, error) {
 		return Settings{}, fmt.Errorf("open checkpoint %q: %w", path, err)
 	}
 	defer db.Close()
-	s := &Store{db: db, path: path}
+	s := &Store{db: db, q: db, path: path}
 	st, err := s.Settings(context.Background())
 	if err != nil && !errors.Is(err, ErrNoSettings) && strings.Contains(err.Error(), "no such table") {
 		return st, ErrNoSettings // made, but never set up
