@@ -226,7 +226,27 @@ const latencyBins = 40
 
 // Gather reads the report of the campaign in st, as at instant now. It
 // reads while a run sends (SQLite's WAL), and streams the attempts once.
-func Gather(ctx context.Context, st *store.Store, now time.Time) (*Report, error) {
+// Every figure comes from one snapshot of the checkpoint (one read-only
+// transaction, store.View): counts, funnel, quantiles and attempts agree
+// with each other whatever the run records while they are read.
+func Gather(ctx context.Context, st *store.Store, now time.Time) (r *Report, err error) {
+	err = st.View(ctx, func(v *store.Store) error {
+		r, err = gather(ctx, v, now)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// afterBreakdown, when a test sets it, is called by gather once it has
+// read the breakdown, before the other figures: where a write by a run
+// would land between two of the queries.
+var afterBreakdown func()
+
+// gather reads the report from st, a view of the checkpoint.
+func gather(ctx context.Context, st *store.Store, now time.Time) (*Report, error) {
 	settings, err := st.Settings(ctx)
 	if err != nil {
 		return nil, err
@@ -238,6 +258,9 @@ func Gather(ctx context.Context, st *store.Store, now time.Time) (*Report, error
 	br, err := st.Breakdown(ctx)
 	if err != nil {
 		return nil, err
+	}
+	if afterBreakdown != nil {
+		afterBreakdown()
 	}
 	r := &Report{
 		GeneratedAt: now.UTC(),

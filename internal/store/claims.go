@@ -69,7 +69,7 @@ func (s *Store) Claim(ctx context.Context, sender string, now time.Time, limit i
 
 // Senders returns the distinct sender numbers of rows still to send.
 func (s *Store) Senders(ctx context.Context) ([]string, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT DISTINCT sender FROM recipients WHERE status = 'pending' ORDER BY sender`)
+	rows, err := s.q.QueryContext(ctx, `SELECT DISTINCT sender FROM recipients WHERE status = 'pending' ORDER BY sender`)
 	if err != nil {
 		return nil, fmt.Errorf("list senders: %w", err)
 	}
@@ -95,7 +95,7 @@ func (s *Store) NextDue(ctx context.Context, sender string) (t time.Time, ok boo
 		q += ` AND sender = ?`
 		args = append(args, sender)
 	}
-	if err := s.db.QueryRowContext(ctx, q, args...).Scan(&v); err != nil {
+	if err := s.q.QueryRowContext(ctx, q, args...).Scan(&v); err != nil {
 		return time.Time{}, false, fmt.Errorf("next due: %w", err)
 	}
 	if !v.Valid {
@@ -308,7 +308,7 @@ type AttemptRow struct {
 // EachAttempt calls fn for every attempt recorded, in the order they
 // left, streaming.
 func (s *Store) EachAttempt(ctx context.Context, fn func(AttemptRow) error) error {
-	rows, err := s.db.QueryContext(ctx, `SELECT run, row, sender, at, latency_us, class, COALESCE(code, 0) FROM attempts ORDER BY at, rowid`)
+	rows, err := s.q.QueryContext(ctx, `SELECT run, row, sender, at, latency_us, class, COALESCE(code, 0) FROM attempts ORDER BY at, rowid`)
 	if err != nil {
 		return fmt.Errorf("read attempts: %w", err)
 	}

@@ -141,7 +141,7 @@ func (s *Store) Quantiles(ctx context.Context, m Measure, qs ...float64) (int64,
 	}
 	out := make([]time.Duration, len(qs))
 	var n int64
-	if err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM (`+def.from+`)`).Scan(&n); err != nil {
+	if err := s.q.QueryRowContext(ctx, `SELECT COUNT(*) FROM (`+def.from+`)`).Scan(&n); err != nil {
 		return 0, nil, fmt.Errorf("quantiles: %w", err)
 	}
 	if n == 0 {
@@ -153,7 +153,7 @@ func (s *Store) Quantiles(ctx context.Context, m Measure, qs ...float64) (int64,
 		index[i] = min(n-1, int64(q*float64(n)))
 		last = max(last, index[i])
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT v FROM (`+def.from+`) ORDER BY v LIMIT ?`, last+1)
+	rows, err := s.q.QueryContext(ctx, `SELECT v FROM (`+def.from+`) ORDER BY v LIMIT ?`, last+1)
 	if err != nil {
 		return 0, nil, fmt.Errorf("quantiles: %w", err)
 	}
@@ -194,7 +194,7 @@ type Funnel struct {
 // Funnel counts the rows of each step of the funnel (one scan).
 func (s *Store) Funnel(ctx context.Context) (Funnel, error) {
 	var f Funnel
-	err := s.db.QueryRowContext(ctx, `SELECT
+	err := s.q.QueryRowContext(ctx, `SELECT
 		COALESCE(SUM(status IN ('sent', 'delivered', 'read') OR (status = 'failed' AND wamid IS NOT NULL)), 0),
 		COALESCE(SUM(status IN ('delivered', 'read')), 0),
 		COALESCE(SUM(status = 'read'), 0),

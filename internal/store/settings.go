@@ -70,7 +70,7 @@ var ErrNoSettings = errors.New("checkpoint has no campaign yet")
 func (s *Store) Settings(ctx context.Context) (Settings, error) {
 	var st Settings
 	var v string
-	err := s.db.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = 'settings'`).Scan(&v)
+	err := s.q.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = 'settings'`).Scan(&v)
 	if errors.Is(err, sql.ErrNoRows) {
 		return st, ErrNoSettings
 	}
