@@ -36,9 +36,10 @@ appears only when complete.
 With --attempts it writes the attempts record instead: one CSV row per request
 to the provider, of every run, in the order they left, with the columns run,
 row, sender, at (RFC 3339 UTC, to the millisecond), latency_ms, class
-(accepted, throttled, transient, permanent, in doubt…) and code (the
-provider's error code, empty for none). It holds no phone number: join it to
-the export on row.`,
+(accepted, throttled, transient, permanent, in doubt…), code (the
+provider's error code, empty for none) and error (the name of an answer's
+error without a code, as AWS names them: ThrottlingException). It holds no
+phone number: join it to the export on row.`,
 		Args: checkpointArgs(&o.db),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runExport(cmd.Context(), ios, o)
@@ -164,7 +165,9 @@ func writeExport(ctx context.Context, st *store.Store, w io.Writer) error {
 	return cw.Error()
 }
 
-var attemptsHeader = []string{"run", "row", "sender", "at", "latency_ms", "class", "code"}
+var attemptsHeader = []string{"run", "row", "sender", "at", "latency_ms", "class", "code",
+	// Added by schema version 7, at the end: columns are only ever appended.
+	"error"}
 
 // writeAttempts writes the attempts record as CSV, streaming.
 func writeAttempts(ctx context.Context, st *store.Store, w io.Writer) error {
@@ -177,7 +180,7 @@ func writeAttempts(ctx context.Context, st *store.Store, w io.Writer) error {
 		rec = append(rec[:0], strconv.FormatInt(a.Run, 10), strconv.FormatInt(a.Row, 10), a.Sender,
 			a.At.UTC().Format("2006-01-02T15:04:05.000Z07:00"),
 			strconv.FormatFloat(float64(a.Latency.Microseconds())/1000, 'f', -1, 64),
-			a.Class, optInt(a.Code))
+			a.Class, optInt(a.Code), a.Error)
 		return cw.Write(rec)
 	})
 	if err != nil {

@@ -145,7 +145,8 @@ type SenderSeries struct {
 type Attempts struct {
 	Total   int64        `json:"total"`
 	ByClass []ClassCount `json:"by_class"` // most first
-	// ByCode counts the answers that carried an error code, most first.
+	// ByCode counts the answers that carried an error code, and those
+	// that named an error without a code (AWS's, Code 0), most first.
 	ByCode []CodeCount `json:"by_code"`
 }
 
@@ -158,9 +159,12 @@ type ClassCount struct {
 
 // CodeCount is how many attempts were answered with one error code. The
 // title is the one rows hold for it ("" when no row keeps it: a throttled
-// row that was sent later forgets its code).
+// row that was sent later forgets its code). An error without a code
+// (AWS names its errors, "ThrottlingException") has Code 0 and its name
+// as Error and as Title.
 type CodeCount struct {
 	Code     int    `json:"code"`
+	Error    string `json:"error,omitempty"`
 	Class    string `json:"class"`
 	Title    string `json:"title"`
 	Attempts int64  `json:"attempts"`

@@ -89,15 +89,15 @@ func (s *Store) RunSpans(ctx context.Context) ([]RunSpan, error) {
 // at the cost of a lookup per attempt. An error from fn stops the scan and
 // is returned as it is.
 func (s *Store) ScanAttempts(ctx context.Context, parts bool, fn func(AttemptRow) error) error {
-	q := `SELECT run, row, sender, at, latency_us, class, COALESCE(code, 0), 1 FROM attempts`
+	q := `SELECT run, row, sender, at, latency_us, class, COALESCE(code, 0), COALESCE(error, ''), 1 FROM attempts`
 	if parts {
-		q = `SELECT a.run, a.row, a.sender, a.at, a.latency_us, a.class, COALESCE(a.code, 0), COALESCE(r.parts, 1)
+		q = `SELECT a.run, a.row, a.sender, a.at, a.latency_us, a.class, COALESCE(a.code, 0), COALESCE(a.error, ''), COALESCE(r.parts, 1)
 			FROM attempts a LEFT JOIN recipients r ON r.row = a.row`
 	}
 	return s.each(ctx, "attempts", q, func(rows *sql.Rows) error {
 		var a AttemptRow
 		var at, us int64
-		if err := rows.Scan(&a.Run, &a.Row, &a.Sender, &at, &us, &a.Class, &a.Code, &a.Parts); err != nil {
+		if err := rows.Scan(&a.Run, &a.Row, &a.Sender, &at, &us, &a.Class, &a.Code, &a.Error, &a.Parts); err != nil {
 			return fmt.Errorf("list attempts: %w", err)
 		}
 		a.At, a.Latency = time.UnixMilli(at), time.Duration(us)*time.Microsecond
