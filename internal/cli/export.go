@@ -17,20 +17,29 @@ import (
 )
 
 type exportOptions struct {
-	db  string
-	out string
+	db       string
+	out      string
+	attempts bool
 }
 
 func newExportCmd(ios *IO) *cobra.Command {
 	o := &exportOptions{}
 	cmd := &cobra.Command{
-		Use:   "export CAMPAIGN.csv | --db PATH [-o FILE]",
-		Short: "Write one CSV row per recipient with its final state",
+		Use:   "export CAMPAIGN.csv | --db PATH [-o FILE] [--attempts]",
+		Short: "Write one CSV row per recipient with its final state, or per request with --attempts",
 		Long: `Export writes one CSV row per recipient, in the campaign's row order, with the
 columns row, phone, from, status, attempts, wamid, error_code, error_title,
 updated_at, then id, line, reason, sent_at, delivered_at, read_at. Columns are
 only ever added at the end. Without -o it writes to stdout; with -o the file
-appears only when complete.`,
+appears only when complete.
+
+With --attempts it writes the attempts record instead: one CSV row per request
+to the provider, of every run, in the order they left, with the columns run,
+row, sender, at (RFC 3339 UTC, to the millisecond), latency_ms, class
+(accepted, throttled, transient, permanent, in doubt…), code (the
+provider's error code, empty for none) and error (the name of an answer's
+error without a code, as AWS names them: ThrottlingException). It holds no
+phone number: join it to the export on row.`,
 		Args: checkpointArgs(&o.db),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runExport(cmd.Context(), ios, o)
@@ -38,6 +47,7 @@ appears only when complete.`,
 	}
 	cmd.Flags().StringVar(&o.db, "db", "", "checkpoint file (default: beside the CSV)")
 	cmd.Flags().StringVarP(&o.out, "output", "o", "", "write to FILE instead of stdout")
+	cmd.Flags().BoolVar(&o.attempts, "attempts", false, "write the attempts record: one row per request to the provider")
 	return cmd
 }
 
@@ -54,9 +64,13 @@ func runExport(ctx context.Context, ios *IO, o *exportOptions) error {
 		return err
 	}
 	defer st.Close()
+	write := writeExport
+	if o.attempts {
+		write = writeAttempts
+	}
 	if o.out == "" {
 		bw := bufio.NewWriter(ios.Out)
-		if err := writeExport(ctx, st, bw); err != nil {
+		if err := write(ctx, st, bw); err != nil {
 			return err
 		}
 		return bw.Flush()
@@ -68,7 +82,7 @@ func runExport(ctx context.Context, ios *IO, o *exportOptions) error {
 	}
 	defer os.Remove(tmp.Name())
 	bw := bufio.NewWriter(tmp)
-	if err := writeExport(ctx, st, bw); err != nil {
+	if err := write(ctx, st, bw); err != nil {
 		tmp.Close()
 		return err
 	}
@@ -142,6 +156,31 @@ func writeExport(ctx context.Context, st *store.Store, w io.Writer) error {
 			ts(r.SentAt), ts(r.DeliveredAt), ts(r.ReadAt),
 			flag(r.Held), r.FailReason, r.Price.Category, r.Price.Type, optBool(r.Price.Billable),
 			optInt(r.Parts), r.Encoding, strconv.Itoa(r.Throttles), optInt(r.Price.Parts), optFloat(r.Price.Charge))
+		return cw.Write(rec)
+	})
+	if err != nil {
+		return err
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+var attemptsHeader = []string{"run", "row", "sender", "at", "latency_ms", "class", "code",
+	// Added by schema version 7, at the end: columns are only ever appended.
+	"error"}
+
+// writeAttempts writes the attempts record as CSV, streaming.
+func writeAttempts(ctx context.Context, st *store.Store, w io.Writer) error {
+	cw := csv.NewWriter(w)
+	if err := cw.Write(attemptsHeader); err != nil {
+		return err
+	}
+	rec := make([]string, len(attemptsHeader))
+	err := st.EachAttempt(ctx, func(a store.AttemptRow) error {
+		rec = append(rec[:0], strconv.FormatInt(a.Run, 10), strconv.FormatInt(a.Row, 10), a.Sender,
+			a.At.UTC().Format("2006-01-02T15:04:05.000Z07:00"),
+			strconv.FormatFloat(float64(a.Latency.Microseconds())/1000, 'f', -1, 64),
+			a.Class, optInt(a.Code), a.Error)
 		return cw.Write(rec)
 	})
 	if err != nil {

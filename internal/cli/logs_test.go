@@ -17,9 +17,10 @@ import (
 
 // TestLogsKeepSecrets: a campaign with every kind of trouble (throttles,
 // transient and permanent errors, answers that never come, a suppression
-// list with an unusable line, a resume, a refused token) never writes the
+// list with unusable lines, a resume, a refused token) never writes the
 // access token to stderr, even at debug level; at info level it writes no
-// recipient's full phone, only its last four digits.
+// recipient's full phone, only its last four digits, whether written in
+// E.164, without its '+', national or formatted.
 func TestLogsKeepSecrets(t *testing.T) {
 	const token, wrongToken = "EAAGtestSECRETtoken0123456789", "EAAGwrongSECRETtoken987654321"
 	for _, tc := range []struct {
@@ -35,10 +36,13 @@ func TestLogsKeepSecrets(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
 			csv, phones := writeCampaign(t, dir, 150)
-			// 12015550100 is the first recipient written without its '+':
-			// csvin's error for it suggests the full number.
+			// Lines of the suppression list that --default-region GB
+			// cannot use, each logged with its text: the first recipient
+			// written without its '+' (csvin's error for it suggests the
+			// full number), a national number and a formatted one.
+			unusable := []string{strings.TrimPrefix(phones[0], "+"), "07700 900123", "+1 (201) 555-0101x"}
 			exclude := filepath.Join(dir, "exclude.txt")
-			if err := os.WriteFile(exclude, []byte(strings.TrimPrefix(phones[0], "+")+"\n"+phones[1]+"\n"), 0o644); err != nil {
+			if err := os.WriteFile(exclude, []byte(strings.Join(unusable, "\n")+"\n"+phones[1]+"\n"), 0o644); err != nil {
 				t.Fatal(err)
 			}
 			url := serveSandbox(t, sandbox.Config{Seed: 5, Rate: 40, Token: token, PairInterval: -1, Latency: 5 * time.Millisecond,
@@ -84,8 +88,13 @@ func TestLogsKeepSecrets(t *testing.T) {
 				return
 			}
 			for _, p := range phones {
-				if strings.Contains(out, p) {
+				if strings.Contains(out, strings.TrimPrefix(p, "+")) {
 					t.Errorf("stderr holds the phone %s:\n%s", p, out)
+				}
+			}
+			for _, line := range unusable {
+				if strings.Contains(out, line) || !strings.Contains(out, redact.Phones(line)) {
+					t.Errorf("stderr does not show the line %q as %q:\n%s", line, redact.Phones(line), out)
 				}
 			}
 			if masked := redact.Phone(phones[0]); !strings.Contains(out, masked) {

@@ -115,7 +115,7 @@ func New(campaignID, channel string) *Metrics {
 	}, []string{"sender", "outcome"})
 	m.answers = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name:        Answers,
-		Help:        "Answers of the provider by error code (0: accepted, or an error without a code; other: beyond the first 50 codes). Requests that got no answer (in doubt, never left) are not counted.",
+		Help:        "Answers of the provider by error code (0: accepted; none: an error without a numeric code, as every AWS SMS error or a proxy's 502; other: beyond the first 50 codes). Requests that got no answer (in doubt, never left) are not counted.",
 		ConstLabels: labels,
 	}, []string{"code"})
 	m.latency = prometheus.NewHistogramVec(prometheus.HistogramOpts{
@@ -264,7 +264,11 @@ func (m *Metrics) Attempted(a engine.Attempt) {
 	if a.Class == campaign.Unanswered.String() {
 		return // no answer
 	}
-	m.answers.WithLabelValues(m.code(a.Code)).Inc()
+	code := noCode
+	if a.Class == engine.Accepted || a.Code != 0 {
+		code = m.code(a.Code)
+	}
+	m.answers.WithLabelValues(code).Inc()
 	if a.Class == engine.Accepted {
 		m.Succeeded(a.At.Add(a.Latency))
 	}
@@ -274,6 +278,11 @@ func (m *Metrics) Attempted(a engine.Attempt) {
 func (m *Metrics) Waited(sender string, d time.Duration) {
 	m.wait.WithLabelValues(sender).Observe(d.Seconds())
 }
+
+// noCode is the code label of an error answer without a numeric code
+// (AWS names its errors; a proxy's 502 has no body to read one from),
+// kept apart from the accepted answers' "0".
+const noCode = "none"
 
 // code is the label value of an error code: its number, "other" beyond
 // the first maxCodes.

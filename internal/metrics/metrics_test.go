@@ -396,8 +396,13 @@ func TestAttemptedByClass(t *testing.T) {
 		{campaign.Unanswered.String(), "in_doubt", 0, "", true, false},
 		{campaign.NeverLeft.String(), "never_left", 0, "", false, false},
 		{campaign.SenderRested.String(), "sender_rested", 131048, "131048", true, false},
+		// Errors without a numeric code (AWS names its errors; a proxy's
+		// 502 has none) are told apart from accepted answers.
+		{campaign.Transient.String(), "transient", 0, "none", true, false},
+		{campaign.Throttled.String(), "throttled", 0, "none", true, false},
+		{campaign.Permanent.String(), "permanent", 0, "none", true, false},
 	} {
-		t.Run(tc.class, func(t *testing.T) {
+		t.Run(tc.class+"/"+tc.answer, func(t *testing.T) {
 			m := New("c1", "whatsapp")
 			m.Configure([]string{"s"}, 10)
 			m.Attempted(engine.Attempt{Row: 1, Sender: "s", At: at, Latency: 250 * time.Millisecond, Class: tc.class, Code: tc.code})

@@ -27,9 +27,12 @@ type accumulator struct {
 	bySender map[string]*senderAcc
 }
 
+// codeKey is an error attempts are counted under: its code, or, for an
+// error without a code (AWS), its name.
 type codeKey struct {
 	code  int
 	class string
+	name  string // when code is 0
 }
 
 type senderAcc struct{ attempts, accepted, throttled int64 }
@@ -91,8 +94,11 @@ func (s Segment) BucketSpan(i int, width float64) float64 {
 func (a *accumulator) add(at store.AttemptRow) {
 	a.total++
 	a.classes[at.Class]++
-	if at.Code != 0 {
-		a.codes[codeKey{at.Code, at.Class}]++
+	switch {
+	case at.Code != 0:
+		a.codes[codeKey{code: at.Code, class: at.Class}]++
+	case at.Error != "":
+		a.codes[codeKey{class: at.Class, name: at.Error}]++
 	}
 	accepted, thr := at.Class == engine.Accepted, at.Class == throttled
 	if r := a.runs[at.Run]; r != nil {
@@ -141,7 +147,7 @@ func (a *accumulator) add(at store.AttemptRow) {
 }
 
 // attempts is the attempts' counts, by class and by code, each code with
-// its title from titles.
+// its title from titles, each error without a code titled by its name.
 func (a *accumulator) attempts(titles map[int]string) Attempts {
 	out := Attempts{Total: a.total, ByClass: []ClassCount{}, ByCode: []CodeCount{}}
 	for c, n := range a.classes {
@@ -157,10 +163,14 @@ func (a *accumulator) attempts(titles map[int]string) Attempts {
 		return cmp.Or(cmp.Compare(y.Attempts, x.Attempts), cmp.Compare(rank(x.Class), rank(y.Class)), cmp.Compare(x.Class, y.Class))
 	})
 	for k, n := range a.codes {
-		out.ByCode = append(out.ByCode, CodeCount{Code: k.code, Class: k.class, Title: titles[k.code], Attempts: n})
+		c := CodeCount{Code: k.code, Class: k.class, Title: titles[k.code], Attempts: n}
+		if k.code == 0 {
+			c.Error, c.Title = k.name, k.name
+		}
+		out.ByCode = append(out.ByCode, c)
 	}
 	slices.SortFunc(out.ByCode, func(x, y CodeCount) int {
-		return cmp.Or(cmp.Compare(y.Attempts, x.Attempts), cmp.Compare(x.Code, y.Code), cmp.Compare(x.Class, y.Class))
+		return cmp.Or(cmp.Compare(y.Attempts, x.Attempts), cmp.Compare(x.Code, y.Code), cmp.Compare(x.Class, y.Class), cmp.Compare(x.Error, y.Error))
 	})
 	return out
 }

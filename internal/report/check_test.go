@@ -247,6 +247,13 @@ func mismatches(page []byte, db string) (_ []string, err error) {
 		want["attempts.class."+class] = strconv.FormatInt(n, 10)
 		return err
 	})
+	rows(`SELECT error, class, COUNT(*) FROM attempts WHERE code IS NULL AND error IS NOT NULL GROUP BY 1, 2`, func(r *sql.Rows) error {
+		var name, class string
+		var n int64
+		err := r.Scan(&name, &class, &n)
+		want["attempts.error."+name+"."+class] = strconv.FormatInt(n, 10)
+		return err
+	})
 	rows(`SELECT id, (SELECT COUNT(*) FROM attempts WHERE run = id), (SELECT COUNT(*) FROM attempts WHERE run = id AND class = 'accepted'),
 		(SELECT COUNT(*) FROM attempts WHERE run = id AND class = 'throttled') FROM runs`, func(r *sql.Rows) error {
 		var id, n, acc, thr int64

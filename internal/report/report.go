@@ -145,7 +145,8 @@ type SenderSeries struct {
 type Attempts struct {
 	Total   int64        `json:"total"`
 	ByClass []ClassCount `json:"by_class"` // most first
-	// ByCode counts the answers that carried an error code, most first.
+	// ByCode counts the answers that carried an error code, and those
+	// that named an error without a code (AWS's, Code 0), most first.
 	ByCode []CodeCount `json:"by_code"`
 }
 
@@ -158,9 +159,12 @@ type ClassCount struct {
 
 // CodeCount is how many attempts were answered with one error code. The
 // title is the one rows hold for it ("" when no row keeps it: a throttled
-// row that was sent later forgets its code).
+// row that was sent later forgets its code). An error without a code
+// (AWS names its errors, "ThrottlingException") has Code 0 and its name
+// as Error and as Title.
 type CodeCount struct {
 	Code     int    `json:"code"`
+	Error    string `json:"error,omitempty"`
 	Class    string `json:"class"`
 	Title    string `json:"title"`
 	Attempts int64  `json:"attempts"`
@@ -226,7 +230,27 @@ const latencyBins = 40
 
 // Gather reads the report of the campaign in st, as at instant now. It
 // reads while a run sends (SQLite's WAL), and streams the attempts once.
-func Gather(ctx context.Context, st *store.Store, now time.Time) (*Report, error) {
+// Every figure comes from one snapshot of the checkpoint (one read-only
+// transaction, store.View): counts, funnel, quantiles and attempts agree
+// with each other whatever the run records while they are read.
+func Gather(ctx context.Context, st *store.Store, now time.Time) (r *Report, err error) {
+	err = st.View(ctx, func(v *store.Store) error {
+		r, err = gather(ctx, v, now)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// afterBreakdown, when a test sets it, is called by gather once it has
+// read the breakdown, before the other figures: where a write by a run
+// would land between two of the queries.
+var afterBreakdown func()
+
+// gather reads the report from st, a view of the checkpoint.
+func gather(ctx context.Context, st *store.Store, now time.Time) (*Report, error) {
 	settings, err := st.Settings(ctx)
 	if err != nil {
 		return nil, err
@@ -238,6 +262,9 @@ func Gather(ctx context.Context, st *store.Store, now time.Time) (*Report, error
 	br, err := st.Breakdown(ctx)
 	if err != nil {
 		return nil, err
+	}
+	if afterBreakdown != nil {
+		afterBreakdown()
 	}
 	r := &Report{
 		GeneratedAt: now.UTC(),

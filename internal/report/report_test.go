@@ -332,6 +332,74 @@ func TestGatherSMS(t *testing.T) {
 	}
 }
 
+// TestGatherErrorNames: an SMS campaign's errors have no code, only the
+// name AWS gives them: the attempts are counted by that name, in the JSON
+// and in the page's error table.
+func TestGatherErrorNames(t *testing.T) {
+	ctx := context.Background()
+	st, err := store.Open(filepath.Join(t.TempDir(), "c.bulksend.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	const from = "+12065550100"
+	if _, err := st.Import(ctx, rowsOf(
+		store.Row{Row: 1, Line: 2, Phone: "+447400000001", Sender: from, Parts: 1, Encoding: "GSM-7"},
+		store.Row{Row: 2, Line: 3, Phone: "+447400000002", Sender: from, Parts: 1, Encoding: "GSM-7"},
+	), func() store.Settings {
+		return store.Settings{CampaignID: "c", Channel: "sms", Text: "Hi", Rate: 10, MaxAttempts: 5}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.BeginRun(ctx, store.Run{StartedAt: t0, PID: 1 << 30, Version: "v", Rate: 10, Senders: []string{from}}); err != nil {
+		t.Fatal(err)
+	}
+	const opted = "ConflictException: DESTINATION_PHONE_NUMBER_OPTED_OUT"
+	for i, res := range [][]engine.Result{
+		{
+			{Row: 1, Outcome: engine.OutcomeThrottled, Title: "ThrottlingException", NextAt: t0, At: at(1 * s), Attempt: attempt(1, from, 100*ms, 50*ms, "throttled", 0)},
+			{Row: 2, Outcome: engine.OutcomeFailed, Title: opted, Reason: "opted_out", At: at(1 * s), Attempt: attempt(2, from, 200*ms, 50*ms, "permanent", 0)},
+		},
+		{{Row: 1, Outcome: engine.OutcomeThrottled, Title: "ThrottlingException", NextAt: t0, At: at(2 * s), Attempt: attempt(1, from, 1100*ms, 50*ms, "throttled", 0)}},
+		{{Row: 1, Outcome: engine.OutcomeSent, WAMID: "m1", At: at(3 * s), Attempt: attempt(1, from, 2100*ms, 50*ms, engine.Accepted, 0)}},
+	} {
+		if _, err := st.Claim(ctx, from, at(time.Duration(i)*s), 2); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.Record(ctx, res); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r, err := Gather(ctx, st, at(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []CodeCount{
+		{Error: "ThrottlingException", Class: "throttled", Title: "ThrottlingException", Attempts: 2},
+		{Error: opted, Class: "permanent", Title: opted, Attempts: 1},
+	}
+	if !reflect.DeepEqual(r.Attempts.ByCode, want) {
+		t.Errorf("attempts by code\n got %+v\nwant %+v", r.Attempts.ByCode, want)
+	}
+	b, err := json.Marshal(r.Attempts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `"by_code":[{"code":0,"error":"ThrottlingException","class":"throttled","title":"ThrottlingException","attempts":2},`; !bytes.Contains(b, []byte(want)) {
+		t.Errorf("JSON lacks %s:\n%s", want, b)
+	}
+	var page bytes.Buffer
+	if err := Render(&page, r); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`<td>ThrottlingException</td><td class="n" data-figure="attempts.error.ThrottlingException.throttled" data-value="2">`,
+		`<td>` + opted + `</td><td class="n" data-figure="attempts.error.` + opted + `.permanent" data-value="1">`} {
+		if !strings.Contains(page.String(), want) {
+			t.Errorf("the page lacks %s", want)
+		}
+	}
+}
+
 // TestEmptyCampaign: a checkpoint no run has sent from has a report.
 func TestEmptyCampaign(t *testing.T) {
 	ctx := context.Background()

@@ -203,7 +203,8 @@ func (o *outbox) fire(seq uint64) {
 // deliver emits p's next delivery at now: the status's body, stamped with
 // the time the status happened or, if that is still to come (a timer
 // ahead of the clock, or close), with now; a duplicate is the same body
-// again. It is written to Webhooks and handed to the poster. Called with
+// again. It is written to Webhooks and handed to the poster, which never
+// blocks (so a receiver that never answers holds up no send). Called with
 // o.mu held.
 func (o *outbox) deliver(p *plan, now time.Time) {
 	a := p.arrivals[p.next]
@@ -225,8 +226,10 @@ func (o *outbox) deliver(p *plan, now time.Time) {
 }
 
 // close emits every delivery still to come at once, earliest planned
-// first (so each message's in its order), then waits for the poster (see
-// Server.Shutdown). It returns the first write error.
+// first (so each message's in its order), then waits for the poster until
+// ctx is done (see Server.Shutdown): handing the bodies to the poster
+// never blocks, whatever the receiver does. It returns the first write
+// error.
 func (o *outbox) close(ctx context.Context) error {
 	o.mu.Lock()
 	o.closed = true
@@ -257,7 +260,10 @@ func (o *outbox) close(ctx context.Context) error {
 	err := o.err
 	close(o.quit)
 	o.mu.Unlock()
-	<-o.stopped
+	select {
+	case <-o.stopped: // at once: the emitter finds nothing left to fire
+	case <-ctx.Done(): // drain gives up the POSTs at once too
+	}
 	if o.post != nil {
 		o.post.drain(ctx)
 	}

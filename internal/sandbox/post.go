@@ -14,9 +14,20 @@ import (
 // delivers webhooks concurrently.
 const posters = 4
 
+// backlog bounds the bodies waiting for each worker. Handing a body over
+// never waits: Meta's send API answers whatever the webhook receiver
+// does, and Meta keeps what it could not deliver yet (retrying for up to
+// seven days) rather than slowing down. So a slow receiver gets every
+// body, late; only past this backlog (a receiver that has stopped
+// answering for long, some 200 MB of bodies) is a body given up at once
+// and counted failed (Stats.WebhookFailed), as Meta gives up after its
+// seven days, rather than the sandbox's memory growing without end.
+const backlog = 1 << 16
+
 // poster delivers webhook bodies to WebhookURL: each message's bodies
 // through one of a few workers (so one at a time, in order), a failed
-// POST again by a timer (Config.WebhookTries, WebhookBackoff).
+// POST again by a timer (Config.WebhookTries, WebhookBackoff). Handing a
+// body over (send) never blocks, so the outbox may do it under its lock.
 type poster struct {
 	url, secret string
 	client      *http.Client
@@ -26,7 +37,7 @@ type poster struct {
 	stats       *counters
 	ctx         context.Context // cancelled to abandon the POSTs in flight
 	cancel      context.CancelFunc
-	queues      [posters]chan job
+	queues      [posters]*queue
 	workers     sync.WaitGroup
 
 	mu        sync.Mutex
@@ -64,16 +75,84 @@ func newPoster(cfg Config, after afterFunc, st *counters) *poster {
 	p.idle = sync.NewCond(&p.mu)
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	for i := range p.queues {
-		p.queues[i] = make(chan job, 1024)
+		q := newQueue(backlog)
+		p.queues[i] = q
 		p.workers.Add(1)
 		go func() {
 			defer p.workers.Done()
-			for j := range p.queues[i] {
+			for {
+				j, ok := q.take()
+				if !ok {
+					return
+				}
 				p.attempt(j)
 			}
 		}()
 	}
 	return p
+}
+
+// queue is a worker's bodies to POST, first in first out: put never
+// blocks (it refuses a body past the limit), take waits for one.
+type queue struct {
+	mu     sync.Mutex
+	jobs   []job
+	limit  int
+	closed bool
+	ready  chan struct{} // holds a token when jobs or closed may have changed
+}
+
+func newQueue(limit int) *queue {
+	return &queue{limit: limit, ready: make(chan struct{}, 1)}
+}
+
+// put appends j; false when the queue is full or closed.
+func (q *queue) put(j job) bool {
+	q.mu.Lock()
+	if q.closed || len(q.jobs) >= q.limit {
+		q.mu.Unlock()
+		return false
+	}
+	q.jobs = append(q.jobs, j)
+	q.mu.Unlock()
+	q.wake()
+	return true
+}
+
+// take returns the first job, waiting for one; false once the queue is
+// closed and empty.
+func (q *queue) take() (job, bool) {
+	for {
+		q.mu.Lock()
+		if len(q.jobs) > 0 {
+			j := q.jobs[0]
+			q.jobs[0] = job{} // let its body go
+			q.jobs = q.jobs[1:]
+			q.mu.Unlock()
+			return j, true
+		}
+		closed := q.closed
+		q.mu.Unlock()
+		if closed {
+			return job{}, false
+		}
+		<-q.ready
+	}
+}
+
+// close makes take return false once the queue is empty.
+func (q *queue) close() {
+	q.mu.Lock()
+	q.closed = true
+	q.mu.Unlock()
+	q.wake()
+}
+
+func (q *queue) wake() {
+	select {
+	case q.ready <- struct{}{}:
+	default: // a token is waiting already
+	}
 }
 
 // wait is how long after try n (1-based) failed the next comes: at once
@@ -86,12 +165,26 @@ func (p *poster) wait(n int) time.Duration {
 }
 
 // send hands body over for POSTing; key (the message) picks its worker.
+// It never blocks: past the worker's backlog the body is given up and
+// counted failed.
 func (p *poster) send(body []byte, key uint64) {
 	p.mu.Lock()
 	p.inflight++
 	p.mu.Unlock()
 	q := int(key % posters)
-	p.queues[q] <- job{body: body, queue: q}
+	p.enqueue(job{body: body, queue: q})
+}
+
+// enqueue puts j on its worker's queue, or gives it up when the queue is
+// full. j is counted in inflight.
+func (p *poster) enqueue(j job) {
+	if p.queues[j.queue].put(j) {
+		return
+	}
+	p.mu.Lock()
+	p.stats.whFailed.Add(1)
+	p.done()
+	p.mu.Unlock()
 }
 
 // attempt POSTs j once and, if that fails, sets a timer to try again or
@@ -124,7 +217,7 @@ func (p *poster) attempt(j job) {
 		delete(p.retries, id)
 		p.mu.Unlock()
 		if ok { // not taken by drain meanwhile
-			p.queues[j.queue] <- j
+			p.enqueue(j)
 		}
 	})
 }
@@ -169,7 +262,7 @@ func (p *poster) drain(ctx context.Context) {
 		<-finished
 	}
 	for _, q := range p.queues {
-		close(q)
+		q.close()
 	}
 	p.workers.Wait()
 	p.cancel()

@@ -5,10 +5,12 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/bulksend/bulksend/internal/campaign"
 	"github.com/bulksend/bulksend/internal/engine"
 )
 
@@ -69,7 +71,7 @@ func (s *Store) Claim(ctx context.Context, sender string, now time.Time, limit i
 
 // Senders returns the distinct sender numbers of rows still to send.
 func (s *Store) Senders(ctx context.Context) ([]string, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT DISTINCT sender FROM recipients WHERE status = 'pending' ORDER BY sender`)
+	rows, err := s.q.QueryContext(ctx, `SELECT DISTINCT sender FROM recipients WHERE status = 'pending' ORDER BY sender`)
 	if err != nil {
 		return nil, fmt.Errorf("list senders: %w", err)
 	}
@@ -95,7 +97,7 @@ func (s *Store) NextDue(ctx context.Context, sender string) (t time.Time, ok boo
 		q += ` AND sender = ?`
 		args = append(args, sender)
 	}
-	if err := s.db.QueryRowContext(ctx, q, args...).Scan(&v); err != nil {
+	if err := s.q.QueryRowContext(ctx, q, args...).Scan(&v); err != nil {
 		return time.Time{}, false, fmt.Errorf("next due: %w", err)
 	}
 	if !v.Valid {
@@ -260,24 +262,27 @@ func (s *Store) ForgetRun(ctx context.Context, id int64) (err error) {
 // attemptsBatch is how many attempts one INSERT writes.
 const attemptsBatch = 128
 
+// attemptCols is how many columns an attempt's INSERT writes.
+const attemptCols = 8
+
 // attemptsInsert is the INSERT of n attempts.
 func attemptsInsert(n int) string {
-	return `INSERT INTO attempts(run, row, sender, at, latency_us, class, code) VALUES ` + strings.TrimSuffix(strings.Repeat("(?,?,?,?,?,?,?),", n), ",")
+	return `INSERT INTO attempts(run, row, sender, at, latency_us, class, code, error) VALUES ` + strings.TrimSuffix(strings.Repeat("(?,?,?,?,?,?,?,?),", n), ",")
 }
 
 // recordAttempts writes the attempts of results (those with a request) in
 // tx, attemptsBatch rows per statement.
 func (s *Store) recordAttempts(ctx context.Context, tx *sql.Tx, results []engine.Result) error {
 	run := s.run.Load()
-	args := make([]any, 0, 7*min(len(results), attemptsBatch))
+	args := make([]any, 0, attemptCols*min(len(results), attemptsBatch))
 	flush := func() error {
 		var err error
 		switch len(args) {
 		case 0:
-		case 7 * attemptsBatch:
+		case attemptCols * attemptsBatch:
 			_, err = tx.StmtContext(ctx, s.attemptsInsert).ExecContext(ctx, args...)
 		default:
-			_, err = tx.ExecContext(ctx, attemptsInsert(len(args)/7), args...)
+			_, err = tx.ExecContext(ctx, attemptsInsert(len(args)/attemptCols), args...)
 		}
 		args = args[:0]
 		return err
@@ -287,8 +292,9 @@ func (s *Store) recordAttempts(ctx context.Context, tx *sql.Tx, results []engine
 		if a.At.IsZero() {
 			continue
 		}
-		args = append(args, run, a.Row, a.Sender, ms(a.At), a.Latency.Microseconds(), a.Class, sql.NullInt64{Int64: int64(a.Code), Valid: a.Code != 0})
-		if len(args) == 7*attemptsBatch {
+		args = append(args, run, a.Row, a.Sender, ms(a.At), a.Latency.Microseconds(), a.Class,
+			sql.NullInt64{Int64: int64(a.Code), Valid: a.Code != 0}, nullString(errorName(r)))
+		if len(args) == attemptCols*attemptsBatch {
 			if err := flush(); err != nil {
 				return fmt.Errorf("record attempts: %w", err)
 			}
@@ -300,6 +306,25 @@ func (s *Store) recordAttempts(ctx context.Context, tx *sql.Tx, results []engine
 	return nil
 }
 
+// errorName is what the attempts record keeps of r's error when it has
+// no numeric code: the title the provider's answer gave (AWS's exception
+// and reason), without the note the engine adds to a row's last try
+// ("… (after 5 attempts)"), so that every attempt of one error is
+// counted under one name. It is "" for an accepted attempt, an answer
+// with a code, and a request without an answer (in doubt, never left):
+// those have no error name from the provider.
+func errorName(r engine.Result) string {
+	switch a := r.Attempt; {
+	case a.Code != 0, a.Class == engine.Accepted, a.Class == campaign.Unanswered.String(), a.Class == campaign.NeverLeft.String():
+		return ""
+	}
+	return retryNote.ReplaceAllString(r.Title, "")
+}
+
+// retryNote is the note the engine adds to the title of a row's last try
+// (engine.Engine's result of a throttle or a retry given up).
+var retryNote = regexp.MustCompile(` \((?:throttled [0-9]+ times|after [0-9]+ attempts)\)$`)
+
 // AttemptRow is one request as the attempts record holds it.
 type AttemptRow struct {
 	Run     int64
@@ -309,6 +334,10 @@ type AttemptRow struct {
 	Latency time.Duration
 	Class   string
 	Code    int
+	// Error is the provider's name of an error without a numeric code
+	// (AWS's exception and reason); "" for none, and in checkpoints from
+	// before schema version 7.
+	Error string
 	// Parts is the row's SMS message parts (1 for a WhatsApp row), what
 	// the attempt cost its sender's pacer; filled by ScanAttempts with
 	// parts only, else 0.
@@ -318,7 +347,7 @@ type AttemptRow struct {
 // EachAttempt calls fn for every attempt recorded, in the order they
 // left, streaming.
 func (s *Store) EachAttempt(ctx context.Context, fn func(AttemptRow) error) error {
-	rows, err := s.db.QueryContext(ctx, `SELECT run, row, sender, at, latency_us, class, COALESCE(code, 0) FROM attempts ORDER BY at, rowid`)
+	rows, err := s.q.QueryContext(ctx, `SELECT run, row, sender, at, latency_us, class, COALESCE(code, 0), COALESCE(error, '') FROM attempts ORDER BY at, rowid`)
 	if err != nil {
 		return fmt.Errorf("read attempts: %w", err)
 	}
@@ -326,7 +355,7 @@ func (s *Store) EachAttempt(ctx context.Context, fn func(AttemptRow) error) erro
 	for rows.Next() {
 		var a AttemptRow
 		var at, us int64
-		if err := rows.Scan(&a.Run, &a.Row, &a.Sender, &at, &us, &a.Class, &a.Code); err != nil {
+		if err := rows.Scan(&a.Run, &a.Row, &a.Sender, &at, &us, &a.Class, &a.Code, &a.Error); err != nil {
 			return fmt.Errorf("read attempts: %w", err)
 		}
 		a.At, a.Latency = time.UnixMilli(at), time.Duration(us)*time.Microsecond

@@ -48,7 +48,7 @@ func Check(path string) error {
 	} else if v > schemaVersion {
 		return fmt.Errorf("open checkpoint %q: %w", path, newerSchema(v))
 	}
-	s := &Store{db: db, path: path}
+	s := &Store{db: db, q: db, path: path}
 	if _, err := s.Settings(ctx); err != nil {
 		return fmt.Errorf("open checkpoint %q: %w", path, err)
 	}
@@ -89,15 +89,15 @@ func (s *Store) RunSpans(ctx context.Context) ([]RunSpan, error) {
 // at the cost of a lookup per attempt. An error from fn stops the scan and
 // is returned as it is.
 func (s *Store) ScanAttempts(ctx context.Context, parts bool, fn func(AttemptRow) error) error {
-	q := `SELECT run, row, sender, at, latency_us, class, COALESCE(code, 0), 1 FROM attempts`
+	q := `SELECT run, row, sender, at, latency_us, class, COALESCE(code, 0), COALESCE(error, ''), 1 FROM attempts`
 	if parts {
-		q = `SELECT a.run, a.row, a.sender, a.at, a.latency_us, a.class, COALESCE(a.code, 0), COALESCE(r.parts, 1)
+		q = `SELECT a.run, a.row, a.sender, a.at, a.latency_us, a.class, COALESCE(a.code, 0), COALESCE(a.error, ''), COALESCE(r.parts, 1)
 			FROM attempts a LEFT JOIN recipients r ON r.row = a.row`
 	}
 	return s.each(ctx, "attempts", q, func(rows *sql.Rows) error {
 		var a AttemptRow
 		var at, us int64
-		if err := rows.Scan(&a.Run, &a.Row, &a.Sender, &at, &us, &a.Class, &a.Code, &a.Parts); err != nil {
+		if err := rows.Scan(&a.Run, &a.Row, &a.Sender, &at, &us, &a.Class, &a.Code, &a.Error, &a.Parts); err != nil {
 			return fmt.Errorf("list attempts: %w", err)
 		}
 		a.At, a.Latency = time.UnixMilli(at), time.Duration(us)*time.Microsecond
@@ -141,7 +141,7 @@ func (s *Store) Quantiles(ctx context.Context, m Measure, qs ...float64) (int64,
 	}
 	out := make([]time.Duration, len(qs))
 	var n int64
-	if err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM (`+def.from+`)`).Scan(&n); err != nil {
+	if err := s.q.QueryRowContext(ctx, `SELECT COUNT(*) FROM (`+def.from+`)`).Scan(&n); err != nil {
 		return 0, nil, fmt.Errorf("quantiles: %w", err)
 	}
 	if n == 0 {
@@ -153,7 +153,7 @@ func (s *Store) Quantiles(ctx context.Context, m Measure, qs ...float64) (int64,
 		index[i] = min(n-1, int64(q*float64(n)))
 		last = max(last, index[i])
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT v FROM (`+def.from+`) ORDER BY v LIMIT ?`, last+1)
+	rows, err := s.q.QueryContext(ctx, `SELECT v FROM (`+def.from+`) ORDER BY v LIMIT ?`, last+1)
 	if err != nil {
 		return 0, nil, fmt.Errorf("quantiles: %w", err)
 	}
@@ -194,7 +194,7 @@ type Funnel struct {
 // Funnel counts the rows of each step of the funnel (one scan).
 func (s *Store) Funnel(ctx context.Context) (Funnel, error) {
 	var f Funnel
-	err := s.db.QueryRowContext(ctx, `SELECT
+	err := s.q.QueryRowContext(ctx, `SELECT
 		COALESCE(SUM(status IN ('sent', 'delivered', 'read') OR (status = 'failed' AND wamid IS NOT NULL)), 0),
 		COALESCE(SUM(status IN ('delivered', 'read')), 0),
 		COALESCE(SUM(status = 'read'), 0),

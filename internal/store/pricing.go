@@ -51,7 +51,7 @@ func (s *Store) EachToSend(ctx context.Context, fn func(phone string) error) err
 // each runs a read-only query and calls scan for each row, streaming; an
 // error of scan is returned as it is (scan wraps its own).
 func (s *Store) each(ctx context.Context, what, query string, scan func(*sql.Rows) error, args ...any) error {
-	rows, err := s.db.QueryContext(ctx, query, args...)
+	rows, err := s.q.QueryContext(ctx, query, args...)
 	if err != nil {
 		return fmt.Errorf("list %s: %w", what, err)
 	}

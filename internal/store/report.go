@@ -13,7 +13,9 @@ import (
 // heldRows are the rows Report.Held counts: sent, and held back.
 const heldRows = `(status = 'sent' AND held = 1)`
 
-// Counts returns the number of rows in each status.
+// Counts returns the number of rows in each status. It scans every row:
+// a reader beside a run (metrics) calls it on a View, so as not to hold
+// the run's connection meanwhile.
 func (s *Store) Counts(ctx context.Context) (campaign.Counts, error) {
 	var c campaign.Counts
 	err := s.query(ctx, `SELECT status, COUNT(*) FROM recipients GROUP BY status`, func(rows *sql.Rows) error {
@@ -33,7 +35,7 @@ func (s *Store) Counts(ctx context.Context) (campaign.Counts, error) {
 // row); ok is false when it accepted none.
 func (s *Store) LastSent(ctx context.Context) (t time.Time, ok bool, err error) {
 	var v sql.NullInt64
-	if err := s.db.QueryRowContext(ctx, `SELECT MAX(sent_at) FROM recipients`).Scan(&v); err != nil {
+	if err := s.q.QueryRowContext(ctx, `SELECT MAX(sent_at) FROM recipients`).Scan(&v); err != nil {
 		return time.Time{}, false, fmt.Errorf("last sent: %w", err)
 	}
 	if !v.Valid {
@@ -100,7 +102,7 @@ type SenderCount struct {
 
 // query runs a read-only query and scans each row; errors name the report.
 func (s *Store) query(ctx context.Context, query string, scan func(*sql.Rows) error, args ...any) error {
-	rows, err := s.db.QueryContext(ctx, query, args...)
+	rows, err := s.q.QueryContext(ctx, query, args...)
 	if err != nil {
 		return fmt.Errorf("report: %w", err)
 	}
@@ -184,7 +186,7 @@ func (s *Store) Breakdown(ctx context.Context) (Report, error) {
 			break
 		}
 		e := SkipExample{Row: row}
-		err = s.db.QueryRowContext(ctx, `SELECT line, phone, COALESCE(reason, '') FROM recipients WHERE row = ?`, row).Scan(&e.Line, &e.Phone, &e.Reason)
+		err = s.q.QueryRowContext(ctx, `SELECT line, phone, COALESCE(reason, '') FROM recipients WHERE row = ?`, row).Scan(&e.Line, &e.Phone, &e.Reason)
 		if err != nil {
 			err = fmt.Errorf("report: %w", err)
 		}
@@ -297,7 +299,7 @@ type ExportRow struct {
 
 // Export calls fn for every row in row order, streaming.
 func (s *Store) Export(ctx context.Context, fn func(ExportRow) error) error {
-	rows, err := s.db.QueryContext(ctx, `SELECT row, line, COALESCE(ext_id, ''), phone, sender, status, attempts,
+	rows, err := s.q.QueryContext(ctx, `SELECT row, line, COALESCE(ext_id, ''), phone, sender, status, attempts,
 		COALESCE(wamid, ''), COALESCE(error_code, 0), COALESCE(error_title, ''), COALESCE(reason, ''),
 		attempted_at, sent_at, delivered_at, read_at, updated_at,
 		held, COALESCE(fail_reason, ''), COALESCE(pricing_category, ''), COALESCE(pricing_type, ''), billable,
@@ -355,7 +357,7 @@ type Parts struct {
 // campaign has none: every figure is 0 but Throttled.
 func (s *Store) Parts(ctx context.Context) (Parts, error) {
 	var p Parts
-	err := s.db.QueryRowContext(ctx, `SELECT
+	err := s.q.QueryRowContext(ctx, `SELECT
 		COALESCE(SUM(CASE WHEN status <> 'skipped' THEN parts END), 0),
 		COALESCE(SUM(CASE WHEN status IN ('sent', 'delivered', 'read') THEN parts END), 0),
 		COALESCE(SUM(status <> 'skipped' AND encoding = 'UCS-2'), 0),

@@ -107,6 +107,14 @@ var migrations = []string{
 	// showed they accept less than the run's rate, with what they accept
 	// per second (JSON object); NULL: none, or the run was killed.
 	`ALTER TABLE runs ADD COLUMN learned TEXT;`,
+
+	// 7: the name of an error without a numeric code (issue 13): AWS names
+	// its errors ("ThrottlingException", "ConflictException:
+	// DESTINATION_PHONE_NUMBER_OPTED_OUT") where Meta gives a code, and a
+	// proxy's 502 has neither. NULL for an accepted attempt, an answer with
+	// a code, a request without an answer, and the attempts of older
+	// checkpoints.
+	`ALTER TABLE attempts ADD COLUMN error TEXT;`,
 }
 
 // legacySkipKind reads a skip reason's kind off its wording, as releases

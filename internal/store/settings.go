@@ -70,7 +70,7 @@ var ErrNoSettings = errors.New("checkpoint has no campaign yet")
 func (s *Store) Settings(ctx context.Context) (Settings, error) {
 	var st Settings
 	var v string
-	err := s.db.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = 'settings'`).Scan(&v)
+	err := s.q.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = 'settings'`).Scan(&v)
 	if errors.Is(err, sql.ErrNoRows) {
 		return st, ErrNoSettings
 	}
@@ -127,7 +127,7 @@ func ReadSettings(path string) (Settings, error) {
 		return Settings{}, fmt.Errorf("open checkpoint %q: %w", path, err)
 	}
 	defer db.Close()
-	s := &Store{db: db, path: path}
+	s := &Store{db: db, q: db, path: path}
 	st, err := s.Settings(context.Background())
 	if err != nil && !errors.Is(err, ErrNoSettings) && strings.Contains(err.Error(), "no such table") {
 		return st, ErrNoSettings // made, but never set up

@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -35,9 +36,20 @@ var (
 )
 
 // Store is an open checkpoint. It is safe for concurrent use.
+//
+// It holds one read-write connection, on which the send loop claims and
+// records (SQLite has one writer at a time), and, from the first View on,
+// a pool of read-only connections beside it for reads that must not wait
+// for the writer nor make it wait: in WAL mode a reader runs beside the
+// writer and sees the last commit before its transaction's first read.
 type Store struct {
-	db   *sql.DB
+	db   *sql.DB // the read-write connection; nil in a view
+	q    reader  // what reads go through: db, or a view's transaction
 	path string
+
+	readMu   sync.Mutex
+	readOnly *sql.DB // the read-only pool, opened by the first View; nil before
+	closed   bool
 
 	// Prepared once: a claim runs ten times a second per sender number.
 	claimSelect, claimUpdate *sql.Stmt
@@ -76,7 +88,7 @@ func Open(path string) (*Store, error) {
 	// One writer at a time is SQLite's rule; a single connection also
 	// keeps the WAL and temp tables simple.
 	db.SetMaxOpenConns(1)
-	s := &Store{db: db, path: path}
+	s := &Store{db: db, q: db, path: path}
 	if err := migrate(context.Background(), db); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open checkpoint %q: %w", path, err)
@@ -100,13 +112,77 @@ func Open(path string) (*Store, error) {
 	return s, nil
 }
 
-// Close closes the checkpoint.
+// Close closes the checkpoint, and its read-only pool if a View opened it.
 func (s *Store) Close() error {
+	s.readMu.Lock()
+	s.closed = true
+	if s.readOnly != nil {
+		s.readOnly.Close()
+	}
+	s.readMu.Unlock()
 	s.claimSelect.Close()
 	s.claimUpdate.Close()
 	s.attemptsInsert.Close()
 	return s.db.Close()
 }
+
+// reader is what a read goes through: the store's connection, or a
+// view's transaction.
+type reader interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// View calls fn with a view of the checkpoint bound to one read-only
+// transaction: what fn reads through it comes from one snapshot (the
+// last commit before its first read), however many queries it takes and
+// whatever a run commits meanwhile. The transaction runs on the read-only
+// pool beside the store's connection, so a long read (counting millions
+// of rows, a report) neither waits for the send loop's claims and records
+// nor delays them.
+//
+// The view only reads: fn must not write through it, close it, or keep it
+// after returning (its methods that write fail or panic). View on a view
+// calls fn with the same view. The pool is opened at the first View; like
+// any other connection it would hold up Import's change of journal mode,
+// so a process views a checkpoint only once it is imported.
+func (s *Store) View(ctx context.Context, fn func(v *Store) error) error {
+	if s.db == nil {
+		return fn(s)
+	}
+	db, err := s.readPool()
+	if err != nil {
+		return err
+	}
+	tx, err := db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return fmt.Errorf("read checkpoint %q: %w", s.path, err)
+	}
+	defer tx.Rollback() // it wrote nothing
+	return fn(&Store{q: tx, path: s.path})
+}
+
+// readPool returns the read-only pool, opening it at the first call.
+// Its transactions are deferred (BEGIN): they take no lock until they
+// read, and never the write lock.
+func (s *Store) readPool() (*sql.DB, error) {
+	s.readMu.Lock()
+	defer s.readMu.Unlock()
+	if s.closed {
+		return nil, fmt.Errorf("read checkpoint %q: %w", s.path, errClosed)
+	}
+	if s.readOnly == nil {
+		db, err := sql.Open("sqlite3", "file:"+s.path+"?mode=ro&_busy_timeout=5000&_txlock=deferred")
+		if err != nil {
+			return nil, fmt.Errorf("read checkpoint %q: %w", s.path, err)
+		}
+		db.SetMaxOpenConns(4)
+		s.readOnly = db
+	}
+	return s.readOnly, nil
+}
+
+var errClosed = errors.New("checkpoint closed")
 
 // Path is the checkpoint's file name.
 func (s *Store) Path() string { return s.path }

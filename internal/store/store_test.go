@@ -581,6 +581,59 @@ func TestAttemptsRecord(t *testing.T) {
 	}
 }
 
+// TestAttemptErrorNames: an attempt answered with an error without a
+// numeric code (AWS names its errors) keeps the provider's name, without
+// the note the engine adds to a row's last try; an attempt with a code,
+// an accepted one and one without an answer keep none. EachAttempt and
+// ScanAttempts read it back.
+func TestAttemptErrorNames(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t, phones(7, "A")...)
+	now := time.UnixMilli(1_750_000_000_000)
+	if _, err := s.Claim(ctx, "A", now, 10); err != nil {
+		t.Fatal(err)
+	}
+	attempt := func(row int64, class string, code int) engine.Attempt {
+		return engine.Attempt{Row: row, Sender: "A", At: now.Add(time.Duration(row) * time.Millisecond), Latency: time.Millisecond, Class: class, Code: code}
+	}
+	if err := s.Record(ctx, []engine.Result{
+		{Row: 1, Outcome: engine.OutcomeThrottled, Title: "ThrottlingException", NextAt: now, At: now, Attempt: attempt(1, "throttled", 0)},
+		{Row: 2, Outcome: engine.OutcomeFailed, Title: "ThrottlingException (throttled 5 times)", Reason: campaign.FailThrottleExhausted, At: now, Attempt: attempt(2, "throttled", 0)},
+		{Row: 3, Outcome: engine.OutcomeFailed, Title: "ConflictException: DESTINATION_PHONE_NUMBER_OPTED_OUT", Reason: "opted_out", At: now, Attempt: attempt(3, "permanent", 0)},
+		{Row: 4, Outcome: engine.OutcomeFailed, Title: "HTTP 502 (after 5 attempts)", At: now, Attempt: attempt(4, "transient", 0)},
+		{Row: 5, Outcome: engine.OutcomeFailed, Code: 131026, Title: "Message undeliverable", At: now, Attempt: attempt(5, "permanent", 131026)},
+		{Row: 6, Outcome: engine.OutcomeInDoubt, Title: "no answer: timeout", At: now, Attempt: attempt(6, "in doubt", 0)},
+		{Row: 7, Outcome: engine.OutcomeSent, WAMID: "m7", At: now, Attempt: attempt(7, engine.Accepted, 0)},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"1 ThrottlingException", "2 ThrottlingException", "3 ConflictException: DESTINATION_PHONE_NUMBER_OPTED_OUT",
+		"4 HTTP 502", "5 ", "6 ", "7 "}
+	var got []string
+	if err := s.EachAttempt(ctx, func(a AttemptRow) error {
+		got = append(got, fmt.Sprintf("%d %s", a.Row, a.Error))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("EachAttempt errors\n got %q\nwant %q", got, want)
+	}
+	for _, parts := range []bool{false, true} {
+		got = got[:0]
+		if err := s.ScanAttempts(ctx, parts, func(a AttemptRow) error {
+			got = append(got, fmt.Sprintf("%d %s", a.Row, a.Error))
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, want) {
+			t.Errorf("ScanAttempts (parts %v) errors\n got %q\nwant %q", parts, got, want)
+		}
+	}
+}
+
 func TestLastSent(t *testing.T) {
 	ctx := context.Background()
 	s := newStore(t, phones(3, "A")...)
