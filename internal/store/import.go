@@ -127,13 +127,21 @@ func insertRows(ctx context.Context, dc any, now string, batches <-chan insertBa
 	if !ok {
 		return 0, fmt.Errorf("import: driver %T cannot prepare statements with a context", dc)
 	}
-	recipients := &rawInsert{conn: c, width: rowColumns,
+	full := &rawInsert{conn: c, width: rowColumns,
 		prefix: `INSERT INTO recipients(row, line, ext_id, phone, sender, params, status, reason, skip_kind, parts, encoding, updated_at) VALUES `,
 		one:    "(?,?,?,?,?,?,?,?,?,?,?," + now + ")"}
-	defer recipients.close()
+	defer full.close()
+	common := &rawInsert{conn: c, width: commonColumns,
+		prefix: `INSERT INTO recipients(row, line, phone, sender, params, status, updated_at) VALUES `,
+		one:    "(?,?,?,?,?,'pending'," + now + ")"}
+	defer common.close()
 	for b := range batches {
 		if b.rows > 0 {
-			if err := recipients.run(ctx, b.args); err != nil {
+			ins := full
+			if b.common {
+				ins = common
+			}
+			if err := ins.run(ctx, b.args); err != nil {
 				return 0, fmt.Errorf("import row %d: %w", b.last, err)
 			}
 			n += int64(b.rows)
@@ -196,17 +204,25 @@ func (ri *rawInsert) close() {
 	}
 }
 
-// rowColumns are the values bound per row of recipients.
-const rowColumns = 11
+// The values bound per row of recipients: every column import writes but
+// updated_at, or for a common row (to send, no id, WhatsApp) row, line,
+// phone, sender and params. Binding a value costs SQLite a lock and an
+// unlock of the connection's mutex, so the common row's NULLs and status
+// are part of the statement: a batch of common rows is the usual batch.
+const (
+	rowColumns    = 11
+	commonColumns = 5
+)
 
 // insertBatch is the arguments of one INSERT into recipients, as
 // readAhead makes them.
 type insertBatch struct {
-	args []driver.NamedValue // rowColumns per row
-	rows int
-	last int64 // the last row's number
-	err  error // after the rows; ends the stream (io.EOF is not passed on)
-	free chan<- []driver.NamedValue
+	args   []driver.NamedValue // rowColumns per row, or commonColumns if common
+	common bool                // every row is a common row
+	rows   int
+	last   int64 // the last row's number
+	err    error // after the rows; ends the stream (io.EOF is not passed on)
+	free   chan<- []driver.NamedValue
 }
 
 // recycle hands b's argument slice back for another batch.
@@ -354,7 +370,7 @@ func newArgMaker(free chan []driver.NamedValue) *argMaker {
 }
 
 func (a *argMaker) reset() {
-	a.b = insertBatch{free: a.free}
+	a.b = insertBatch{free: a.free, common: true}
 	select {
 	case a.b.args = <-a.free:
 	default:
@@ -370,6 +386,7 @@ func (a *argMaker) add(r *Row) int {
 	if r.Skip != "" {
 		status = skippedArg
 	}
+	a.b.common = a.b.common && r.ExtID == "" && r.Skip == "" && r.Parts == 0 && r.Encoding == ""
 	if r.Sender != a.sender || a.senderArg == nil {
 		a.sender, a.senderArg = r.Sender, r.Sender
 	}
@@ -390,6 +407,18 @@ func (a *argMaker) batch(err error) insertBatch {
 	for k, end := range a.ends {
 		a.b.args[k*rowColumns+5].Value = all[start:end]
 		start = end
+	}
+	if a.b.common {
+		// row, line, phone, sender, params of each row, moved down: no
+		// value moves up or is overwritten before it moves.
+		args := a.b.args
+		for k := range a.b.rows {
+			for j, from := range [commonColumns]int{0, 1, 3, 4, 5} {
+				args[k*commonColumns+j] = arg(k*commonColumns+j, args[k*rowColumns+from].Value)
+			}
+		}
+		clear(args[a.b.rows*commonColumns:])
+		a.b.args = args[:a.b.rows*commonColumns]
 	}
 	b := a.b
 	b.err = err

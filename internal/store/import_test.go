@@ -166,3 +166,51 @@ func importUntilKilled(path string) {
 	}, func() Settings { return Settings{CampaignID: "c1"} })
 	fmt.Println("import ended before the kill")
 }
+
+// TestImportCommonAndOtherRows mixes batches of common rows only (to send,
+// no id, WhatsApp: inserted with fewer values) with batches that hold a
+// row of each other kind, and checks every row reads back whole.
+func TestImportCommonAndOtherRows(t *testing.T) {
+	ctx := context.Background()
+	var rows []Row
+	for i := int64(1); i <= 4*importBatch+3; i++ {
+		r := Row{Row: i, Line: int(i + 1), Phone: fmt.Sprintf("+4477009%05d", i), Sender: "A", Params: []string{"p", fmt.Sprint(i), `"q"`}}
+		switch i {
+		case importBatch + 5:
+			r.ExtID = "id-1"
+		case importBatch + 6:
+			r.Skip, r.SkipKind = "invalid phone: test", campaign.SkipInvalid
+		case 3*importBatch + 1:
+			r.Parts, r.Encoding = 2, "UCS-2"
+		}
+		rows = append(rows, r)
+	}
+	s := newStore(t, rows...)
+	var got []ExportRow
+	if err := s.Export(ctx, func(r ExportRow) error { got = append(got, r); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(rows) {
+		t.Fatalf("exported %d rows, want %d", len(got), len(rows))
+	}
+	for i, w := range rows {
+		g := got[i]
+		status := campaign.Pending
+		if w.Skip != "" {
+			status = campaign.Skipped
+		}
+		if g.Row != w.Row || g.Line != int64(w.Line) || g.ExtID != w.ExtID || g.Phone != w.Phone || g.Sender != w.Sender ||
+			g.Status != status || g.Reason != w.Skip || g.Parts != w.Parts || g.Encoding != w.Encoding || g.UpdatedAt.IsZero() {
+			t.Errorf("row %d = %+v, want %+v as %s", w.Row, g, w, status)
+		}
+	}
+	jobs, err := s.Claim(ctx, "A", time.Now(), len(rows))
+	if err != nil || len(jobs) != len(rows)-1 {
+		t.Fatalf("claimed %d rows (%v), want %d", len(jobs), err, len(rows)-1)
+	}
+	for _, j := range jobs {
+		if want := fmt.Sprintf(`[p %d "q"]`, j.Row); fmt.Sprint(j.Params) != want {
+			t.Errorf("row %d: params %v, want %s", j.Row, j.Params, want)
+		}
+	}
+}
