@@ -119,9 +119,9 @@ func (s *Store) Import(ctx context.Context, next func() (Row, error), settings f
 // Exec makes a cgo call per argument and SQLite copies every string into
 // memory of its own and frees it at the next reset; and database/sql would
 // check and convert every argument again, into a slice of its own per
-// statement. For a million rows that leaves SQLite's goroutine about a
-// second less to do. An INSERT returns no rows; reading them to the end
-// runs it to completion however lazily a driver steps.
+// statement: for a million rows, about half a second of SQLite's goroutine
+// in profiles on a 2-core machine. An INSERT returns no rows; reading them
+// to the end runs it to completion however lazily a driver steps.
 func insertRows(ctx context.Context, dc any, now string, batches <-chan insertBatch) (n int64, err error) {
 	c, ok := dc.(driver.ConnPrepareContext)
 	if !ok {
