@@ -2,12 +2,14 @@ package bench
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -56,49 +58,134 @@ func writeCampaign(b *testing.B, path string, n int) {
 	f.Close()
 }
 
-// timed runs cmd and returns its wall time and peak RSS in MB.
+// timed runs cmd and returns its wall time and peak RSS in MB. If cmd
+// fails, what it wrote to stderr (and to stdout, unless cmd.Stdout is set)
+// is shown.
 func timed(b *testing.B, cmd *exec.Cmd) (time.Duration, float64) {
 	b.Helper()
+	var out bytes.Buffer
+	if cmd.Stdout == nil {
+		cmd.Stdout = &out
+	}
+	cmd.Stderr = &out
 	start := time.Now()
-	out, err := cmd.CombinedOutput()
+	err := cmd.Run()
 	el := time.Since(start)
 	if err != nil {
-		b.Fatalf("%v: %v\n%s", cmd.Args, err, out)
+		b.Fatalf("%v: %v\n%s", cmd.Args, err, out.String())
 	}
 	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
 	return el, float64(ru.Maxrss) / 1024 // Linux reports KiB
 }
 
-// BenchmarkImport: importing 1,000,000 rows (`bulksend run --dry-run`:
-// stream, normalise phones, checkpoint, dedupe, index) against
-// `sqlite3 -csv .import` of the same file into a plain table. Targets:
-// within 3× of sqlite3, peak RSS ≤ 150 MB.
+// Targets of issue 14 for BenchmarkImport.
+const (
+	importTargetRatio = 1.5 // bulksend's time ÷ sqlite3's
+	importTargetRSS   = 64  // MB, bulksend's peak RSS
+)
+
+// BenchmarkImport: importing 1,000,000 rows against `sqlite3 .import` of
+// the same file, measured side by side in the same run.
+//
+// What each side does, timed from process start:
+//
+//   - bulksend: `bulksend run CSV --dry-run` reads and hashes the CSV,
+//     normalises and validates every phone, checks every row's parameters
+//     against Meta's rules, writes every row into a new checkpoint with its
+//     claim index (one transaction, synchronous=NORMAL), finds duplicate
+//     phones and commits: the import, until it logs "imported". The dry
+//     run then prints the plan, which reads the checkpoint back (two scans
+//     of the table), and removes the checkpoint: the time to exit. The
+//     checkpoint is in the benchmark's temporary directory (TMPDIR),
+//     beside sqlite3's database.
+//   - sqlite3: `sqlite3 -csv DB ".import CSV t"` into a new database file in
+//     the same directory, until it exits: one table made from the header,
+//     so the CSV's columns as TEXT, every row inserted in one transaction,
+//     committed with the shell's defaults (rollback journal,
+//     synchronous=FULL).
+//
+// The target is for the import; the whole dry run is shown beside it.
+// sqlite3 runs before and after bulksend, and the reference is the mean of
+// the two: a machine whose load changes during the run slows both sides.
+// Peak RSS is bulksend's (the whole dry run), from the rusage of the child
+// process.
 func BenchmarkImport(b *testing.B) {
 	n := rowsFromEnv()
 	bin := buildBinary(b)
 	dir := b.TempDir()
 	csvPath := filepath.Join(dir, "big.csv")
 	writeCampaign(b, csvPath, n)
-	for range b.N {
-		ref := time.Duration(0)
-		if sq, err := exec.LookPath("sqlite3"); err == nil {
-			db := filepath.Join(dir, fmt.Sprintf("ref-%d.db", time.Now().UnixNano()))
-			ref, _ = timed(b, exec.Command(sq, "-csv", db, ".import "+csvPath+" t"))
-			os.Remove(db)
-		}
-		cmd := exec.Command(bin, "run", csvPath, "--dry-run", "--template", "t", "--from", "1000001", "--log-level", "warn")
-		el, rss := timed(b, cmd)
-		b.ReportMetric(el.Seconds(), "import-s")
-		b.ReportMetric(rss, "peak-RSS-MB")
-		if ref > 0 {
-			b.ReportMetric(ref.Seconds(), "sqlite3-s")
-			b.ReportMetric(el.Seconds()/ref.Seconds(), "x-sqlite3")
-			fmt.Printf("import %d rows: bulksend %.2fs vs sqlite3 .import %.2fs = %.2f× (target ≤ 3×); peak RSS %.0f MB (target ≤ 150 MB)\n",
-				n, el.Seconds(), ref.Seconds(), el.Seconds()/ref.Seconds(), rss)
-		} else {
-			fmt.Printf("import %d rows: bulksend %.2fs (sqlite3 not installed: no reference); peak RSS %.0f MB (target ≤ 150 MB)\n", n, el.Seconds(), rss)
-		}
+	sq, err := exec.LookPath("sqlite3")
+	if err != nil {
+		b.Log("sqlite3 is not installed: no reference")
 	}
+	reference := func() time.Duration {
+		if sq == "" {
+			return 0
+		}
+		db := filepath.Join(dir, "ref.db")
+		os.Remove(db)
+		el, _ := timed(b, exec.Command(sq, "-csv", db, ".import "+csvPath+" t"))
+		os.Remove(db)
+		return el
+	}
+	for range b.N {
+		before := reference()
+		cmd := exec.Command(bin, "run", csvPath, "--dry-run", "--template", "t", "--from", "1000001", "--log-level", "info")
+		cmd.Env = append(os.Environ(), "TMPDIR="+dir)
+		imported, el, rss := timedImport(b, cmd, n)
+		after := reference()
+		b.ReportMetric(imported.Seconds(), "import-s")
+		b.ReportMetric(el.Seconds(), "dry-run-s")
+		b.ReportMetric(rss, "peak-RSS-MB")
+		if sq == "" {
+			fmt.Printf("import %d rows: bulksend %.2fs (dry run %.2fs; sqlite3 not installed: no reference); peak RSS %.0f MB (target ≤ %d MB)\n",
+				n, imported.Seconds(), el.Seconds(), rss, importTargetRSS)
+			continue
+		}
+		ref := (before + after) / 2
+		ratio := imported.Seconds() / ref.Seconds()
+		b.ReportMetric(ref.Seconds(), "sqlite3-s")
+		b.ReportMetric(ratio, "x-sqlite3")
+		b.ReportMetric(el.Seconds()/ref.Seconds(), "dry-run-x-sqlite3")
+		fmt.Printf("import %d rows: bulksend %.2fs, sqlite3 .import %.2fs (%.2fs before, %.2fs after) = %.2f× (target ≤ %.1f×); whole dry run %.2fs = %.2f×; peak RSS %.0f MB (target ≤ %d MB)\n",
+			n, imported.Seconds(), ref.Seconds(), before.Seconds(), after.Seconds(), ratio, importTargetRatio,
+			el.Seconds(), el.Seconds()/ref.Seconds(), rss, importTargetRSS)
+	}
+}
+
+// timedImport runs cmd, a `bulksend run --dry-run` of n rows logging at
+// info level, and returns how long it took to log "imported" and to exit,
+// and its peak RSS in MB. It fails b unless the plan counts every row.
+func timedImport(b *testing.B, cmd *exec.Cmd, n int) (imported, total time.Duration, rssMB float64) {
+	b.Helper()
+	var out, logs bytes.Buffer
+	cmd.Stdout = &out
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	sc := bufio.NewScanner(stderr)
+	for sc.Scan() {
+		if imported == 0 && strings.Contains(sc.Text(), "msg=imported ") {
+			imported = time.Since(start)
+		}
+		logs.WriteString(sc.Text() + "\n")
+	}
+	err = cmd.Wait()
+	total = time.Since(start)
+	if err != nil {
+		b.Fatalf("%v: %v\n%s%s", cmd.Args, err, out.String(), logs.String())
+	}
+	if want := fmt.Sprintf("rows: %d total", n); !strings.Contains(out.String(), want) || imported == 0 {
+		b.Fatalf("bulksend did not log \"imported\" or its plan does not say %q:\n%s%s", want, out.String(), logs.String())
+	}
+	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	return imported, total, float64(ru.Maxrss) / 1024 // Linux reports KiB
 }
 
 var sandboxURL = regexp.MustCompile(`BULKSEND_API_URL=(http://[0-9.:]+)`)

@@ -133,9 +133,9 @@ type Record struct {
 //
 // A Reader is not safe for concurrent use. Internally, when Next has handed
 // out every row it holds, it reads the next few hundred and normalizes their
-// phone numbers on all CPUs, since that costs more than reading them. No
-// goroutine outlives a call to Next, so a Reader dropped halfway needs no
-// Close.
+// phone numbers on other goroutines as it goes, since that costs about as
+// much as reading them. No goroutine outlives a call to Next, so a Reader
+// dropped halfway needs no Close.
 type Reader struct {
 	csv      *csv.Reader
 	norm     normalizer
@@ -151,6 +151,7 @@ type Reader struct {
 	skip     []int // unnamed columns: ignored, but must stay empty
 
 	batch   []Record
+	cells   []string // the parameter cells of records to come
 	pos     int
 	pending error // returned once batch is drained
 	err     error // sticky: io.EOF or a read error
@@ -409,9 +410,19 @@ func (rd *Reader) Next() (Record, error) {
 }
 
 // fill reads up to batchSize rows, stopping early at an error, and
-// normalizes their phone numbers.
+// normalizes their phone numbers. Normalizing costs about as much as
+// reading, so each normChunk rows read are normalized on a goroutine of
+// their own while the next are read; fill waits for them all.
 func (rd *Reader) fill() {
+	if rd.batch == nil {
+		// At its full capacity from the start: appending must never move
+		// the records that goroutines are normalizing.
+		rd.batch = make([]Record, 0, batchSize)
+	}
 	rd.batch, rd.pos = rd.batch[:0], 0
+	var wg sync.WaitGroup
+	normalized := 0 // records handed to a goroutine
+	parallel := runtime.GOMAXPROCS(0) > 1
 	for len(rd.batch) < batchSize {
 		fields, err := rd.csv.Read()
 		if err == io.EOF {
@@ -443,9 +454,18 @@ func (rd *Reader) fill() {
 			break
 		}
 		rd.batch = append(rd.batch, rd.record(line, fields))
+		if parallel && len(rd.batch)-normalized == normChunk {
+			part := rd.batch[normalized:]
+			wg.Go(func() { rd.normalizeRange(part) })
+			normalized = len(rd.batch)
+		}
 	}
-	rd.normalizeBatch()
+	rd.normalizeRange(rd.batch[normalized:])
+	wg.Wait()
 }
+
+// normChunk is how many rows fill hands to a goroutine to normalize.
+const normChunk = 128
 
 func (rd *Reader) checkUnnamed(line int, fields []string) error {
 	for _, i := range rd.skip {
@@ -467,31 +487,19 @@ func (rd *Reader) record(line int, fields []string) Record {
 	if rd.id >= 0 {
 		rec.ID = strings.TrimSpace(fields[rd.id])
 	}
-	if len(rd.cols) > 0 {
-		rec.Params = make([]string, len(rd.cols))
+	if n := len(rd.cols); n > 0 {
+		// The records of a batch share an array of cells, allocated once
+		// per batch; each record's slice is capped so that appending to
+		// it cannot reach its neighbour's.
+		if len(rd.cells) < n {
+			rd.cells = make([]string, n*batchSize)
+		}
+		rec.Params, rd.cells = rd.cells[:n:n], rd.cells[n:]
 		for i, c := range rd.cols {
 			rec.Params[i] = fields[c]
 		}
 	}
 	return rec
-}
-
-// normalizeBatch sets Phone or Invalid on every record of the batch, on as
-// many goroutines as there are CPUs; parsing a phone number costs more than
-// reading its CSV row.
-func (rd *Reader) normalizeBatch() {
-	workers := min(runtime.GOMAXPROCS(0), len(rd.batch)/32)
-	if workers <= 1 {
-		rd.normalizeRange(rd.batch)
-		return
-	}
-	var wg sync.WaitGroup
-	chunk := (len(rd.batch) + workers - 1) / workers
-	for start := 0; start < len(rd.batch); start += chunk {
-		part := rd.batch[start:min(start+chunk, len(rd.batch))]
-		wg.Go(func() { rd.normalizeRange(part) })
-	}
-	wg.Wait()
 }
 
 func (rd *Reader) normalizeRange(recs []Record) {

@@ -129,10 +129,10 @@ const legacySkipKind = `CASE
 		ELSE COALESCE(reason, 'unknown') END`
 
 // dueIndex orders each sender's pending rows for claims (an index ends with
-// the rowid, row, so ORDER BY next_at, row needs no sort). It is built after
-// the first import: building it once is much faster than keeping it up to
-// date during a million inserts. Phones have no index: duplicates are found
-// at import without one (see Import) and --exclude scans once per run.
+// the rowid, row, so ORDER BY next_at, row needs no sort). The first import
+// makes it, before its rows go in (see Import for why). Phones have no
+// index: duplicates are found at import without one (see Import) and
+// --exclude scans once per run.
 const dueIndex = `CREATE INDEX IF NOT EXISTS recipients_due ON recipients(sender, next_at) WHERE status = 'pending'`
 
 // schemaVersion is the schema this code writes and reads.

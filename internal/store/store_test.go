@@ -257,46 +257,6 @@ func TestLock(t *testing.T) {
 	l2.Release()
 }
 
-// TestImportWithAnOverfullFilter makes the duplicate filter answer "maybe
-// seen" for nearly every row, so the duplicate search must tell the true
-// repeats from the false ones.
-func TestImportWithAnOverfullFilter(t *testing.T) {
-	defer func(n int) { filterSize = n }(filterSize)
-	filterSize = 32 // one block: full after a few dozen phones
-	var rows []Row
-	want := map[int64]string{} // row: reason; absent rows are to send
-	first := map[string]int64{}
-	for i := int64(1); i <= 3000; i++ {
-		phone := fmt.Sprintf("+4477009%05d", i%1900) // rows 1901 on repeat earlier phones
-		r := Row{Row: i, Line: int(i) + 1, Phone: phone, Sender: "1"}
-		switch {
-		case i%500 == 0:
-			r.Skip, r.SkipKind = "invalid phone: test", campaign.SkipInvalid // never a first occurrence
-			want[i] = r.Skip
-		case first[phone] != 0:
-			want[i] = fmt.Sprintf("duplicate of row %d", first[phone])
-		default:
-			first[phone] = i
-		}
-		rows = append(rows, r)
-	}
-	s := newStore(t, rows...)
-	n := 0
-	err := s.Export(context.Background(), func(r ExportRow) error {
-		n++
-		if r.Reason != want[r.Row] {
-			t.Errorf("row %d (%s): reason %q, want %q", r.Row, r.Phone, r.Reason, want[r.Row])
-		}
-		if (r.Reason == "") != (r.Status == campaign.Pending) {
-			t.Errorf("row %d: status %s with reason %q", r.Row, r.Status, r.Reason)
-		}
-		return nil
-	})
-	if err != nil || n != len(rows) {
-		t.Fatalf("exported %d rows (%v), want %d", n, err, len(rows))
-	}
-}
-
 // TestLowerMaxAttemptsFailsExhaustedRows: a row waiting for its third
 // attempt must not be sent again once --max-attempts is lowered to 2.
 func TestLowerMaxAttemptsFailsExhaustedRows(t *testing.T) {
