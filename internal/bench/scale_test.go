@@ -5,12 +5,16 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -38,7 +42,9 @@ const (
 // window (≤ 1,000) and the 130429 answers (0). From the processes'
 // rusage: the run's CPU per 1,000 messages (and without the import,
 // measured by a dry run of the same CSV), its peak RSS, and the sandbox's
-// CPU apart.
+// CPU apart. Beside them, the floor: the CPU of a bare net/http client
+// sending the same load to another sandbox process, and that sandbox's
+// (see bareLoop).
 //
 // BULKSEND_BENCH_ROWS below 100,000 makes it shorter. BULKSEND_BENCH_PROFILE
 // names a directory for CPU profiles of both processes (run-N.pprof,
@@ -65,6 +71,9 @@ func BenchmarkScale(b *testing.B) {
 
 	for i := range b.N {
 		load := loadAvg()
+		// The floor, measured beside the run: the same load from a bare
+		// net/http client.
+		bareClient, bareSandbox, barePerSec := bareLoop(b, bin, n, senders)
 		accepted := filepath.Join(dir, fmt.Sprintf("accepted-%d.jsonl", i))
 		sb := exec.Command(bin, "sandbox", "--template", "t:2", "--rate", strconv.Itoa(scaleRate),
 			"--latency", "100ms", "--jitter", "10ms", "--transient-rate", "0", "--permanent-rate", "0", "--late-rate", "0",
@@ -137,6 +146,8 @@ func BenchmarkScale(b *testing.B) {
 		b.ReportMetric(per1k(sbCPU), "sandbox-CPU-s/1k")
 		b.ReportMetric(rss, "peak-RSS-MB")
 		b.ReportMetric(total, "msg/s")
+		b.ReportMetric(bareClient, "bare-client-CPU-s/1k")
+		b.ReportMetric(per1k(runCPU-importCPU)/bareClient, "x-bare-client")
 
 		fmt.Printf("scale %d×%d/s, %d rows, load average %s → %s\n", scaleNumbers, scaleRate, n, load, loadAvg())
 		fmt.Printf("scale: achieved per number min %.1f, mean %.1f msg/s = %.4f (min) %.4f (mean) of %d/s (target ≥ 0.99); of the pacer's %.0f/s %.4f (min)\n",
@@ -148,7 +159,91 @@ func BenchmarkScale(b *testing.B) {
 			runCPU, per1k(runCPU), importCPU, per1k(runCPU-importCPU), rss)
 		fmt.Printf("scale: sandbox CPU %.2fs = %.3fs per 1,000 messages; both processes %.3fs per 1,000 (2 cores at %d/s allow %.3f)\n",
 			sbCPU, per1k(sbCPU), per1k(runCPU+sbCPU), scaleNumbers*scaleRate, 2000.0/(scaleNumbers*scaleRate))
+		fmt.Printf("scale: the floor, a bare net/http client posting the same load to a sandbox: client %.3fs, sandbox %.3fs per 1,000 requests, %.0f requests/s; the run's sending %.2f× the bare client's CPU\n",
+			bareClient, bareSandbox, barePerSec, per1k(runCPU-importCPU)/bareClient)
 	}
+}
+
+// bareLoop posts n requests to a sandbox process without a rate limit,
+// ten a millisecond spread over senders, from a plain net/http client (a
+// goroutine per request, as many in flight as the engine allows, bodies
+// like the run's pasted together) and returns this process's CPU and the
+// sandbox's per 1,000 requests, and the requests per second: what HTTP
+// alone costs at the run's rate, the floor under the run's figures.
+func bareLoop(b *testing.B, bin string, n int, senders []string) (client, server, perSec float64) {
+	b.Helper()
+	sb := exec.Command(bin, "sandbox", "--template", "t:2", "--rate", "-1",
+		"--latency", "100ms", "--jitter", "10ms", "--transient-rate", "0", "--permanent-rate", "0", "--late-rate", "0",
+		"--held-rate", "0", "--pair-interval", "-1s", "--log-level", "warn")
+	url := startSandboxProcess(b, sb, nil)
+	var heads [4][]byte // the recipients' mix of countries, as in the campaign
+	for i := range heads {
+		heads[i] = fmt.Appendf(nil, `{"messaging_product":"whatsapp","recipient_type":"individual","to":%q,"type":"template","biz_opaque_callback_data":"bare:`,
+			csvin.SampleNumber(i))
+	}
+	const tail = `","template":{"name":"t","language":{"policy":"deterministic","code":"en_US"},"components":[` +
+		`{"type":"header","parameters":[{"type":"image","image":{"link":"https://cdn.example.com/img/1.jpg"}}]},` +
+		`{"type":"body","parameters":[{"type":"text","text":"Customer 1"},{"type":"text","text":"CODE0000001"}]},` +
+		`{"type":"button","sub_type":"url","index":"0","parameters":[{"type":"text","text":"c0000001"}]}]}}`
+	hc := &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+	hc.Transport.(*http.Transport).MaxIdleConnsPerHost = len(senders) * scaleRate
+	var wg sync.WaitGroup
+	var failed atomic.Int64
+	// In flight at most what the engine's gate allows at this rate and
+	// latency (rate × latency × 1.5): unbounded, a client that falls
+	// behind opens ever more connections.
+	slots := make(chan struct{}, len(senders)*scaleRate*15/100+4)
+	c0, start := selfCPU(), time.Now()
+	tick := time.NewTicker(time.Millisecond)
+	for i := 0; i < n; {
+		<-tick.C
+		for range len(senders) * scaleRate / 1000 {
+			if i == n {
+				break
+			}
+			slots <- struct{}{}
+			wg.Add(1)
+			go func(i int) {
+				defer func() { <-slots; wg.Done() }()
+				body := append(strconv.AppendInt(append(make([]byte, 0, 640), heads[i%len(heads)]...), int64(i), 10), tail...)
+				req, _ := http.NewRequest(http.MethodPost, url+"/v23.0/"+senders[i%len(senders)]+"/messages", bytes.NewReader(body))
+				req.Header.Set("Authorization", "Bearer bench")
+				req.Header.Set("Content-Type", "application/json")
+				resp, err := hc.Do(req)
+				if err != nil {
+					failed.Add(1)
+					return
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusOK {
+					failed.Add(1)
+				}
+			}(i)
+			i++
+		}
+	}
+	tick.Stop()
+	wg.Wait()
+	client, perSec = 1000*(selfCPU()-c0)/float64(n), float64(n)/time.Since(start).Seconds()
+	hc.CloseIdleConnections()
+	sb.Process.Signal(syscall.SIGTERM)
+	if err := sb.Wait(); err != nil {
+		b.Fatalf("sandbox: %v", err)
+	}
+	if f := failed.Load(); f > 0 {
+		b.Fatalf("bare client: %d of %d requests failed", f, n)
+	}
+	return client, 1000 * cpuSeconds(sb.ProcessState) / float64(n), perSec
+}
+
+// selfCPU is this process's user plus system CPU time in seconds.
+func selfCPU() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
 }
 
 // writeScaleCampaign writes n rows spread round-robin over senders (a
