@@ -222,6 +222,32 @@ func (s *Store) Record(ctx context.Context, results []engine.Result) (err error)
 	return nil
 }
 
+// DropWAMIDIndex drops the index of message ids while a run sends. A
+// message id is random, so every row recorded sent changed a page of that
+// index of its own, and each batch's commit wrote those pages to the WAL
+// again: half of Record's CPU at 50,000 rows, and the larger the campaign
+// the more. Nothing a run does finds rows by message id; IndexWAMIDs
+// builds the index again, in one pass, for reconcile. Until then a
+// reconcile would scan the table for each id.
+func (s *Store) DropWAMIDIndex(ctx context.Context) (err error) {
+	defer full(&err)
+	if _, err := s.db.ExecContext(ctx, `DROP INDEX IF EXISTS recipients_wamid`); err != nil {
+		return fmt.Errorf("drop the message id index: %w", err)
+	}
+	return nil
+}
+
+// IndexWAMIDs builds the index of message ids if DropWAMIDIndex dropped
+// it: when a run stops, and before a reconcile (a killed run left it
+// dropped). With the index in place it does nothing.
+func (s *Store) IndexWAMIDs(ctx context.Context) (err error) {
+	defer full(&err)
+	if _, err := s.db.ExecContext(ctx, wamidIndex); err != nil {
+		return fmt.Errorf("index message ids: %w", err)
+	}
+	return nil
+}
+
 // RecoverSending marks rows a previous run left `sending` (it crashed or
 // was killed) as in doubt: their requests may have reached the API.
 func (s *Store) RecoverSending(ctx context.Context, now time.Time) (_ int64, err error) {
