@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"syscall"
@@ -62,6 +63,13 @@ func (s *IO) isTerminal() bool {
 // Main runs bulksend with args and returns the exit code.
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	ios := &IO{In: stdin, Out: stdout, Err: stderr, Getenv: os.Getenv, Abort: os.Exit}
+	// Undocumented, for internal/bench: a CPU profile of the whole process.
+	if path := os.Getenv("BULKSEND_CPUPROFILE"); path != "" {
+		if f, err := os.Create(path); err == nil && pprof.StartCPUProfile(f) == nil {
+			defer f.Close()
+			defer pprof.StopCPUProfile()
+		}
+	}
 	return run(args, ios)
 }
 

@@ -97,6 +97,11 @@ func runReconcile(ctx context.Context, ios *IO, o *reconcileOptions, log *slog.L
 		return err
 	}
 	defer st.Close()
+	// Rows are found by message id: a run killed while sending left the
+	// index dropped.
+	if err := st.IndexWAMIDs(ctx); err != nil {
+		return err
+	}
 	s, err := st.Settings(ctx)
 	if err != nil {
 		return err

@@ -453,6 +453,12 @@ func (o *runOptions) drive(ctx, runCtx context.Context, ios *IO, st *store.Store
 		return err
 	}
 	eng := engine.New(cfg)
+	// Sends record message ids faster without their index; it is built
+	// again when the engine stops, or by reconcile if this process is
+	// killed first.
+	if err := st.DropWAMIDIndex(runCtx); err != nil {
+		return err
+	}
 	// The campaign's history: this run, and every request it makes.
 	started := time.Now()
 	run, err := st.BeginRun(runCtx, store.Run{StartedAt: started, PID: os.Getpid(), Version: currentVersion().Version,
@@ -472,6 +478,9 @@ func (o *runOptions) drive(ctx, runCtx context.Context, ios *IO, st *store.Store
 			return errors.Join(runErr, err)
 		}
 	} else if err := st.EndRun(ctx, run, time.Now(), stats.Learned); err != nil {
+		return errors.Join(runErr, err)
+	}
+	if err := st.IndexWAMIDs(ctx); err != nil {
 		return errors.Join(runErr, err)
 	}
 

@@ -135,6 +135,11 @@ const legacySkipKind = `CASE
 // --exclude scans once per run.
 const dueIndex = `CREATE INDEX IF NOT EXISTS recipients_due ON recipients(sender, next_at) WHERE status = 'pending'`
 
+// wamidIndex is the index reconcile finds rows by their message id with,
+// as migration 1 makes it. A run drops it while it sends and builds it
+// again when it stops (see DropWAMIDIndex).
+const wamidIndex = `CREATE INDEX IF NOT EXISTS recipients_wamid ON recipients(wamid) WHERE wamid IS NOT NULL`
+
 // schemaVersion is the schema this code writes and reads.
 var schemaVersion = len(migrations)
 

@@ -645,3 +645,59 @@ func TestClaimDueRetriesFirst(t *testing.T) {
 		t.Fatalf("claimed rows %v, want %v (the due retry first, the one not due left)", got, want)
 	}
 }
+
+// TestWAMIDIndexDroppedWhileSending: DropWAMIDIndex drops the index of
+// message ids and IndexWAMIDs builds it again, each idempotent; rows are
+// found by message id with it or without.
+func TestWAMIDIndexDroppedWhileSending(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t, phones(3, "A")...)
+	now := time.UnixMilli(1_750_000_000_000)
+	jobs, err := s.Claim(ctx, "A", now, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	indexed := func() bool {
+		t.Helper()
+		var n int
+		if err := s.db.QueryRow(`SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND name = 'recipients_wamid'`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n == 1
+	}
+	found := func() {
+		t.Helper()
+		out := map[int64]reconcile.Delivery{}
+		if err := s.Deliveries(ctx, nil, []string{"w1", "w3"}, out); err != nil {
+			t.Fatal(err)
+		}
+		if len(out) != 2 || out[1].WAMID != "w1" || out[3].WAMID != "w3" {
+			t.Fatalf("rows found by message id: %+v", out)
+		}
+	}
+	for range 2 {
+		if err := s.DropWAMIDIndex(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if indexed() {
+		t.Fatal("the message id index is still there")
+	}
+	var res []engine.Result
+	for _, j := range jobs {
+		res = append(res, engine.Result{Row: j.Row, Outcome: engine.OutcomeSent, WAMID: fmt.Sprint("w", j.Row), At: now})
+	}
+	if err := s.Record(ctx, res); err != nil {
+		t.Fatal(err)
+	}
+	found()
+	for range 2 {
+		if err := s.IndexWAMIDs(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !indexed() {
+		t.Fatal("no message id index after IndexWAMIDs")
+	}
+	found()
+}

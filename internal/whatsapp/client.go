@@ -18,6 +18,7 @@ import (
 	"net/http/httptrace"
 	"net/url"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -156,6 +157,10 @@ func (r *response) apiError(status int) *APIError {
 	}
 }
 
+// answers are buffers to read answers into, reused: an answer is read on
+// every send.
+var answers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
 // do sends req with the token, on c.HTTP or the default client.
 func (c *Client) do(req *http.Request) (*http.Response, error) {
 	req.Header.Set("Authorization", "Bearer "+c.Token)
@@ -247,13 +252,15 @@ func (c *Client) post(ctx context.Context, path string, body []byte) (rc campaig
 	}
 	defer resp.Body.Close()
 	rest, _ = ParseUsage(resp.Header.Get(UsageHeader))
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if err != nil {
+	buf := answers.Get().(*bytes.Buffer)
+	defer answers.Put(buf)
+	buf.Reset()
+	if _, err := buf.ReadFrom(io.LimitReader(resp.Body, 1<<20)); err != nil {
 		// The API answered but the answer was lost: it may have accepted.
 		return rc, rest, unanswered(fmt.Errorf("read response: %w", scrub(err)))
 	}
 	var r response
-	jerr := json.Unmarshal(raw, &r)
+	jerr := json.Unmarshal(buf.Bytes(), &r) // strings decoded are copies: buf may be reused
 	if resp.StatusCode == http.StatusOK && jerr == nil && len(r.Messages) > 0 && r.Messages[0].ID != "" {
 		return campaign.Receipt{ID: r.Messages[0].ID, Held: held(r.Messages[0].MessageStatus)}, rest, nil
 	}

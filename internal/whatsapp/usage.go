@@ -1,10 +1,9 @@
 package whatsapp
 
 import (
-	"bytes"
 	"encoding/json"
-	"io"
 	"math"
+	"strconv"
 	"time"
 )
 
@@ -27,27 +26,27 @@ const UsageHeader = "X-Business-Use-Case-Usage"
 // Other members are not looked at. Keys match exactly, and the last of
 // repeated keys counts, as when Graph's JSON is read into maps.
 func ParseUsage(h string) (rest time.Duration, ok bool) {
-	dec := json.NewDecoder(bytes.NewReader([]byte(h)))
-	dec.UseNumber()
-	var usage map[string][]map[string]any
-	if err := dec.Decode(&usage); err != nil || usage == nil {
-		return 0, false
+	if h == "" {
+		return 0, false // most answers carry none
 	}
-	if _, err := dec.Token(); err != io.EOF {
-		return 0, false // something after the object
+	// Unmarshal, not a Decoder: it refuses a second value or trailing
+	// garbage as the header's one value must, and allocates far less (it
+	// is read on every send). Values stay raw: only one member is read.
+	var usage map[string][]map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(h), &usage); err != nil || usage == nil {
+		return 0, false
 	}
 	var most float64
 	for _, budgets := range usage {
 		for _, b := range budgets {
 			v, present := b["estimated_time_to_regain_access"]
-			if !present || v == nil {
+			if !present || string(v) == "null" {
 				continue
 			}
-			n, isNum := v.(json.Number)
-			if !isNum {
-				return 0, false
+			if c := v[0]; c != '-' && (c < '0' || c > '9') {
+				return 0, false // not a number
 			}
-			m, err := n.Float64()
+			m, err := strconv.ParseFloat(string(v), 64)
 			if err != nil && !math.IsInf(m, 0) {
 				return 0, false
 			}
