@@ -202,24 +202,7 @@ func BenchmarkRunRSS(b *testing.B) {
 	for range b.N {
 		sb := exec.Command(bin, "sandbox", "--template", "t:2", "--rate", "-1", "--latency", "0", "--jitter", "0", "--transient-rate", "0",
 			"--permanent-rate", "0", "--late-rate", "0", "--pair-interval", "-1s")
-		stderr, err := sb.StderrPipe()
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := sb.Start(); err != nil {
-			b.Fatal(err)
-		}
-		sc := bufio.NewScanner(stderr)
-		url := ""
-		for url == "" && sc.Scan() {
-			if m := sandboxURL.FindStringSubmatch(sc.Text()); m != nil {
-				url = m[1]
-			}
-		}
-		go func() {
-			for sc.Scan() {
-			}
-		}()
+		url := startSandboxProcess(b, sb, nil)
 		cmd := exec.Command(bin, "run", csvPath, "--template", "t", "--from", "1000001", "--rate", "0", "--concurrency", "32", "--log-level", "warn", "--progress-interval", "1h")
 		cmd.Env = append(os.Environ(), "BULKSEND_API_URL="+url, "WHATSAPP_TOKEN=bench")
 		el, rss := timed(b, cmd)

@@ -320,23 +320,7 @@ func TestImportKeepsEveryColumn(t *testing.T) {
 		rows = append(rows, r)
 	}
 	s := newStore(t, rows...)
-	var got []ExportRow
-	if err := s.Export(ctx, func(r ExportRow) error { got = append(got, r); return nil }); err != nil {
-		t.Fatal(err)
-	}
-	if len(got) != len(rows) {
-		t.Fatalf("exported %d rows, want %d", len(got), len(rows))
-	}
-	for i, w := range rows {
-		g := got[i]
-		status := campaign.Pending
-		if w.Skip != "" {
-			status = campaign.Skipped
-		}
-		if g.Row != w.Row || g.Line != int64(w.Line) || g.ExtID != w.ExtID || g.Phone != w.Phone || g.Sender != w.Sender || g.Status != status || g.Reason != w.Skip {
-			t.Errorf("row %d = %+v, want %+v as %s", w.Row, g, w, status)
-		}
-	}
+	readsBackWhole(t, s, rows)
 	jobs, err := s.Claim(ctx, "1", time.Now(), 1) // the first row to send of sender 1: row 1, with an id
 	if err != nil || len(jobs) != 1 || jobs[0].Row != 1 || fmt.Sprint(jobs[0].Params) != "[p 1]" {
 		t.Fatalf("claim = %+v, %v; want row 1 with params [p 1]", jobs, err)
