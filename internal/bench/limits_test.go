@@ -1,16 +1,22 @@
 package bench
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
-	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/bulksend/bulksend/internal/engine"
 	"github.com/bulksend/bulksend/internal/pace"
-	"github.com/bulksend/bulksend/internal/sandbox"
 	"github.com/bulksend/bulksend/internal/whatsapp"
 )
 
@@ -35,30 +41,56 @@ type limitCase struct {
 	faults  float64       // the sandbox's transient error share
 }
 
+// runLimits runs the campaign of c with the engine in this process and
+// the sandbox in a process of its own, as the API is: a sandbox that
+// shared this process's garbage collector would stall with it and bunch
+// arrivals that left evenly spaced.
 func runLimits(b *testing.B, c limitCase) limitRun {
 	var senders []string
 	for s := range c.allows {
 		senders = append(senders, s)
 	}
 	st := checkpoint(b, c.rows, senders...)
-	acc := &lockedBuffer{}
-	sb := sandbox.New(sandbox.Config{Seed: 1, Rates: c.allows, PairInterval: -1, TransientRate: c.faults,
-		Latency: 200 * time.Millisecond, Jitter: 10 * time.Millisecond, ArrivalJitter: c.arrival, Accepted: acc})
-	srv := httptest.NewServer(sb)
-	defer srv.Close()
-	defer sb.Close()
-	client := &whatsapp.Client{BaseURL: srv.URL, Version: "v23.0", Token: "t", Timeout: 10 * time.Second, HTTP: whatsapp.NewHTTPClient(1024)}
+	accepted := filepath.Join(b.TempDir(), "accepted.jsonl")
+	args := []string{"sandbox", "--seed", "1", "--template", "welcome:2", "--pair-interval", "-1s",
+		"--transient-rate", strconv.FormatFloat(c.faults, 'f', -1, 64), "--permanent-rate", "0", "--late-rate", "0", "--held-rate", "0",
+		"--latency", "200ms", "--jitter", "10ms", "--arrival-jitter", c.arrival.String(), "--accepted", accepted, "--log-level", "warn"}
+	for n, r := range c.allows {
+		args = append(args, "--number-rate", fmt.Sprintf("%s=%g", n, r))
+	}
+	sb := exec.Command(limitsBinary(b), args...)
+	var sbOut bytes.Buffer
+	sb.Stdout = &sbOut
+	url := startSandboxProcess(b, sb, nil)
+	client := &whatsapp.Client{BaseURL: url, Version: "v23.0", Token: "t", Timeout: 10 * time.Second, HTTP: whatsapp.NewHTTPClient(1024)}
 	eng := engine.New(engine.Config{Checkpoint: st, Sender: client, Senders: senders, CampaignID: "bench",
 		Template: "welcome", Lang: "en_US", Rate: c.told})
 	start := time.Now()
-	if err := eng.Run(context.Background()); err != nil {
+	runErr := eng.Run(context.Background())
+	elapsed := time.Since(start)
+	sb.Process.Signal(syscall.SIGTERM)
+	if err := sb.Wait(); err != nil {
+		b.Fatalf("sandbox: %v", err)
+	}
+	if runErr != nil {
+		b.Fatal(runErr)
+	}
+	r := limitRun{rows: c.rows, elapsed: elapsed, achieved: map[string]float64{}, limits: eng.Limits()}
+	var stats struct {
+		Accepted   int64 `json:"accepted"`
+		Throttled  int64 `json:"throttled"`
+		Duplicates int64 `json:"duplicates"`
+	}
+	if err := json.Unmarshal(sbOut.Bytes(), &stats); err != nil {
+		b.Fatalf("sandbox stats: %v\n%s", err, sbOut.Bytes())
+	}
+	r.throttled, r.accepted, r.dups = stats.Throttled, stats.Accepted, stats.Duplicates
+	log, err := os.ReadFile(accepted)
+	if err != nil {
 		b.Fatal(err)
 	}
-	r := limitRun{rows: c.rows, elapsed: time.Since(start), achieved: map[string]float64{}, limits: eng.Limits()}
-	stats := sb.Stats()
-	r.throttled, r.accepted, r.dups = stats.Throttled, stats.Accepted, stats.Duplicates
 	byNumber := map[string][]time.Time{}
-	for _, a := range acceptances(b, acc) {
+	for _, a := range acceptances(b, &lockedBuffer{b: *bytes.NewBuffer(log)}) {
 		byNumber[a.number] = append(byNumber[a.number], a.at)
 	}
 	for n, ts := range byNumber {
@@ -70,6 +102,34 @@ func runLimits(b *testing.B, c limitCase) limitRun {
 	}
 	r.sent = counts.Sent
 	return r
+}
+
+var limitsBin struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// limitsBinary builds bulksend once for every limits campaign of this
+// process.
+func limitsBinary(b *testing.B) string {
+	b.Helper()
+	limitsBin.once.Do(func() {
+		dir, err := os.MkdirTemp("", "bulksend-bench-")
+		if err != nil {
+			limitsBin.err = err
+			return
+		}
+		limitsBin.path = filepath.Join(dir, "bulksend")
+		out, err := exec.Command("go", "build", "-o", limitsBin.path, "github.com/bulksend/bulksend/cmd/bulksend").CombinedOutput()
+		if err != nil {
+			limitsBin.err = fmt.Errorf("build: %v\n%s", err, out)
+		}
+	})
+	if limitsBin.err != nil {
+		b.Fatal(limitsBin.err)
+	}
+	return limitsBin.path
 }
 
 // share is the lowest achieved rate as a share of each number's real limit.

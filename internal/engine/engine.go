@@ -584,6 +584,7 @@ func (e *Engine) send(ctx context.Context, j Job, slot pace.Send, sends *sync.Wa
 		Params: j.Params, CallbackData: campaign.CallbackData(e.cfg.CampaignID, j.Row),
 	}
 	start := time.Now()
+	e.pacer.Left(slot, start)
 	e.requests.Add(1)
 	rc, err := e.cfg.Sender.Send(ctx, msg)
 	now := time.Now()

@@ -15,7 +15,12 @@
 //   - a send the API refused (an error) does not count, so its slot is
 //     given back and a retry can ride in the gap;
 //   - while no throttle comes it probes the limit back up, never above the
-//     ceiling.
+//     ceiling;
+//   - it records when each send really left (Left): sends that a stalled
+//     process let go late and together hold the sends a second later, so
+//     no second of departures holds more than the pace;
+//   - the first second goes with twice the headroom: its requests wait for
+//     new connections and arrive bunched.
 //
 // Numbers learn independently.
 package pace
@@ -34,6 +39,7 @@ const (
 	probeEvery = time.Second     // between probe steps; each step doubles
 	maxWiden   = 16              // headroom grows at most this many times
 	maxCredits = 0.05            // slots given back, at most this share of a second's sends
+	warmUp     = time.Second     // the first sends' wider headroom lasts this long
 
 	// A throttle that the number's own pace does not explain rests it:
 	// 500 ms, doubling while they keep coming, at most 30 s; after 10 s
@@ -129,6 +135,10 @@ type number struct {
 	limit   float64 // what it is sent at, before headroom; ≤ ceiling
 	learned float64 // what throttles last showed it accepts (limit less any probe since)
 	widen   float64 // headroom multiplier, raised by bunching
+	// The first second's sends wait for new connections (a TCP, with
+	// Meta a TLS handshake each) and arrive bunched: until warmUntil the
+	// headroom is doubled. warmed is when that ended.
+	warmUntil, warmed time.Time
 
 	log     []entry // sends of the last two seconds, oldest first
 	head    int     // log[head:] is kept
@@ -170,7 +180,29 @@ func (n *number) pace() rate.Limit {
 	if math.IsInf(n.limit, 1) {
 		return rate.Inf
 	}
-	return rate.Limit(max(n.limit-headroom(n.limit, n.widen), n.limit*0.5))
+	w := n.widen
+	if !n.warmUntil.IsZero() {
+		w *= 2
+	}
+	return rate.Limit(n.paced(w))
+}
+
+func (n *number) paced(widen float64) float64 {
+	return max(n.limit-headroom(n.limit, widen), n.limit*0.5)
+}
+
+// warm starts the first second's wider headroom at the first send, and
+// ends it a second later.
+func (n *number) warm(now time.Time) {
+	switch {
+	case n.next == 0 && n.warmUntil.IsZero() && n.limit >= 10/warmUp.Seconds():
+		n.warmUntil = now.Add(warmUp) // worth it only for ten sends or more
+	case n.warmUntil.IsZero() || now.Before(n.warmUntil):
+		return
+	default:
+		n.warmUntil, n.warmed = time.Time{}, now
+	}
+	n.lim.SetLimitAt(now, n.pace())
 }
 
 func (n *number) interval() time.Duration {
@@ -232,14 +264,20 @@ func (n *number) record(from string, at time.Time, cost int) Send {
 }
 
 // room reports whether a send of cost tokens leaving at leave keeps the
-// second before it within the limit; if not, when to try again. A lone
-// send larger than the limit still goes.
+// second before it within the number's pace; if not, when to try again. A
+// lone send larger than the pace still goes. The token bucket spaces
+// sends; this check holds the ones that would follow sends that left late
+// and together (a stalled process) into an over-full second.
 func (n *number) room(leave time.Time, cost int) (bool, time.Time) {
 	if math.IsInf(n.limit, 1) {
 		return true, time.Time{}
 	}
-	count, _, i := n.window(leave)
-	if count == 0 || float64(count+cost) <= n.limit {
+	count, waiting, i := n.window(leave)
+	// Evenly spaced sends at a fractional pace put its ceiling in a
+	// second, which must pass; sends not answered yet that the answers so
+	// far show will be refused leave room too, up to the limit.
+	allowed := math.Ceil(float64(n.pace())-1e-9) + float64(waiting)*n.refusal
+	if count == 0 || float64(count+cost) <= min(allowed, n.limit) {
 		return true, time.Time{}
 	}
 	for ; i < len(n.log); i++ {
@@ -313,6 +351,7 @@ func (p *Pacer) ReserveN(from string, now time.Time, cost int) (s Send, wait tim
 	defer p.mu.Unlock()
 	n := p.number(from)
 	n.expire(now)
+	n.warm(now)
 	if now.Before(n.pausedUntil) {
 		return Send{}, n.pausedUntil.Sub(now), false
 	}
@@ -331,8 +370,15 @@ func (p *Pacer) ReserveN(from string, now time.Time, cost int) (s Send, wait tim
 	first := n.lim.ReserveN(now, 1)
 	leave := now.Add(first.DelayFrom(now))
 	if fits, retry := n.room(leave, cost); !fits {
-		first.CancelAt(now)
-		return Send{}, max(retry.Sub(now), time.Millisecond), false
+		// Held less than a slot (sends a second ago left late): it leaves
+		// when the second has room and the next slot keeps its time, so
+		// lateness does not carry over. Held longer (a rest after a
+		// throttle), it books nothing.
+		if again, _ := n.room(retry, cost); !again || retry.Sub(leave) >= n.interval() {
+			first.CancelAt(now)
+			return Send{}, max(retry.Sub(now), time.Millisecond), false
+		}
+		leave = retry
 	}
 	for range cost - 1 {
 		n.lim.ReserveN(now, 1)
@@ -364,6 +410,27 @@ func (p *Pacer) WaitN(ctx context.Context, from string, cost int) (Send, error) 
 		}
 		if ok {
 			return s, nil
+		}
+	}
+}
+
+// Left records that s left at at, if later than booked: a process that
+// stalls (a garbage collection, a busy machine) sends late, and sends that
+// left late together fill a later second more than their booked times
+// say. Call it as the request leaves.
+func (p *Pacer) Left(s Send, at time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := p.number(s.From)
+	late := at.Sub(s.At)
+	if late <= 0 {
+		return
+	}
+	for k := range uint64(max(s.Cost, 1)) {
+		// Only sends still in the last second's count: one booked longer
+		// ago has left its second already.
+		if i := n.index(s.seq + k); i >= n.win {
+			n.log[i].at = n.log[i].at.Add(late)
 		}
 	}
 }
@@ -411,7 +478,7 @@ func (n *number) seen(s Send) int {
 	if i < 0 {
 		return n.counted
 	}
-	cut := s.At.Add(-time.Second)
+	cut := n.log[i].at.Add(-time.Second) // when it left
 	count := 0
 	for i--; i >= n.head && n.log[i].at.After(cut); i-- {
 		if n.log[i].counts() {
@@ -450,7 +517,16 @@ func (n *number) throttled(s Send, now time.Time) {
 		return
 	}
 	n.open, n.throttles, n.bunched = true, 1, false
-	if n.raises == 0 && now.Sub(n.lowered) > 2*time.Second && float64(seen) >= float64(n.pace())-1 {
+	// The pace the second before s was sent at: a second after the warm
+	// up it still holds sends of its wider headroom.
+	paced, left := float64(n.pace()), s.At
+	if i := n.index(s.seq); i >= 0 {
+		left = n.log[i].at
+	}
+	if !n.warmUntil.IsZero() || left.Sub(n.warmed) < time.Second {
+		paced = n.paced(2 * n.widen)
+	}
+	if n.raises == 0 && now.Sub(n.lowered) > 2*time.Second && float64(seen) >= paced-1 {
 		// This number sent no more than its pace at a limit that neither a
 		// probe raised nor a throttle just lowered, yet the API had its
 		// fill: either arrivals bunch more than the headroom absorbs, or

@@ -4,6 +4,7 @@ import (
 	"container/heap"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 )
@@ -44,7 +45,9 @@ func TestEvenSpacingNeverExceedsRate(t *testing.T) {
 		if w := maxWindow(ts); w > int(rate) {
 			t.Errorf("rate %v: %d sends in one second", rate, w)
 		}
-		if got, want := len(ts), int(Paced(rate)*10); got < want || got > want+2 { // +1: the first send needs no wait
+		// +1: the first send needs no wait; the first second is sent with
+		// twice the headroom.
+		if got, want := len(ts), int(Paced(rate)*10); got < want-int(rate-Paced(rate)) || got > want+2 {
 			t.Errorf("rate %v: %d sends in 10s, want about %d", rate, got, want)
 		}
 	}
@@ -557,4 +560,74 @@ func TestThrottleNotOfItsPace(t *testing.T) {
 	if _, rest, _ := p.Reserve("A", now); rest != firstPause {
 		t.Fatalf("after a quiet spell: rest %v, want %v", rest, firstPause)
 	}
+}
+
+// TestLateSendsHoldTheOnesASecondLater: a process that stalls sends late
+// and together. Recorded as they left, those sends fill a later second
+// more than their booked times say, and the sends of that second wait for
+// room: no second of real departures holds more than the pace's ceiling.
+func TestLateSendsHoldTheOnesASecondLater(t *testing.T) {
+	for _, stall := range []time.Duration{10 * time.Millisecond, 30 * time.Millisecond} {
+		p := New(400)
+		var left []time.Time
+		now := t0
+		for now.Before(t0.Add(4 * time.Second)) {
+			s, wait, ok := p.Reserve("A", now)
+			now = now.Add(wait)
+			if !ok {
+				continue
+			}
+			at := now
+			// From 2 s the process stalls: what was due in the stall
+			// leaves together at its end.
+			if start := t0.Add(2 * time.Second); !at.Before(start) && at.Before(start.Add(stall)) {
+				at = start.Add(stall)
+			}
+			p.Left(s, at)
+			left = append(left, at)
+		}
+		sortTimes(left)
+		if w, want := maxWindow(left), int(math.Ceil(Paced(400))); w > want {
+			t.Errorf("stall %v: %d sends left within one second, want ≤ %d", stall, w, want)
+		}
+		if n := len(left); n < 4*396-int(stall.Seconds()*400) {
+			t.Errorf("stall %v: %d sends in 4 s", stall, n)
+		}
+	}
+}
+
+// TestFirstSecondHasWiderHeadroom: the first second's sends open new
+// connections and arrive bunched, so they go with twice the headroom; the
+// seconds after at the pace.
+func TestFirstSecondHasWiderHeadroom(t *testing.T) {
+	p := New(400)
+	ts := sends(p, "A", t0, 3*time.Second)
+	count := func(from, to time.Duration) int {
+		n := 0
+		for _, at := range ts {
+			if d := at.Sub(t0); d >= from && d < to {
+				n++
+			}
+		}
+		return n
+	}
+	if got := count(0, time.Second); got < 395 || got > 397 {
+		t.Errorf("first second: %d sends, want 396 (400 less twice the headroom)", got)
+	}
+	if got := count(time.Second, 2*time.Second); got < 397 || got > 399 {
+		t.Errorf("second second: %d sends, want 398", got)
+	}
+	if r := p.Rate("A"); r != Paced(400) {
+		t.Errorf("rate after the first second %v, want %v", r, Paced(400))
+	}
+	// Slow numbers (fewer than ten sends a second) have no warm up.
+	slow := New(5)
+	sends(slow, "A", t0, 100*time.Millisecond)
+	if r := slow.Rate("A"); r != Paced(5) {
+		t.Errorf("rate of a 5/s number in its first second %v, want %v", r, Paced(5))
+	}
+}
+
+func sortTimes(ts []time.Time) {
+	slices.SortFunc(ts, func(a, b time.Time) int { return a.Compare(b) })
 }
