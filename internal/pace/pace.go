@@ -133,7 +133,8 @@ type number struct {
 	lim     *rate.Limiter
 	ceiling float64
 	limit   float64 // what it is sent at, before headroom; ≤ ceiling
-	learned float64 // what throttles last showed it accepts (limit less any probe since)
+	learned float64 // what throttles showed twice it accepts (limit less any probe since)
+	shown   float64 // what the last throttle episode showed, if less than the ceiling; 0: none since the ceiling
 	widen   float64 // headroom multiplier, raised by bunching
 	// The first second's sends wait for new connections (a TCP, with
 	// Meta a TLS handshake each) and arrive bunched: until warmUntil the
@@ -436,8 +437,8 @@ func (p *Pacer) Left(s Send, at time.Time) {
 }
 
 // Answered records the API's verdict on s, answered at now. It reports a
-// Change once a number that a throttle showed to accept less than its
-// ceiling has been steady at its learned limit for a few seconds.
+// Change when a number has shown twice that it accepts less than its
+// ceiling.
 func (p *Pacer) Answered(s Send, v Verdict, now time.Time) (Change, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -449,7 +450,7 @@ func (p *Pacer) Answered(s Send, v Verdict, now time.Time) (Change, bool) {
 	case Counted:
 		n.mark(s, accepted)
 		n.refusal -= n.refusal / 256
-		return n.probe(s.From, now)
+		n.probe(now)
 	case NotCounted:
 		n.mark(s, refused)
 		n.refusal += (1 - n.refusal) / 256
@@ -458,6 +459,10 @@ func (p *Pacer) Answered(s Send, v Verdict, now time.Time) (Change, bool) {
 		}
 	case Throttled:
 		n.throttled(s, now)
+	}
+	if n.unreported {
+		n.unreported = false
+		return Change{From: s.From, Limit: n.learned, Ceiling: n.ceiling}, true
 	}
 	return Change{}, false
 }
@@ -537,7 +542,7 @@ func (n *number) throttled(s Send, now time.Time) {
 	if l := max(1, float64(seen)); l < n.limit {
 		n.limit, n.lowered = l, now
 		if !n.bunched {
-			n.unreported, n.learned = n.limit < n.ceiling, n.limit
+			n.showed(n.limit)
 		}
 	}
 	// Sends that left after this one went into the same full second: they
@@ -562,7 +567,7 @@ func (n *number) settle() {
 		return
 	}
 	if float64(n.throttles) > max(3, 0.01*n.before) {
-		n.unreported, n.learned = n.limit < n.ceiling, n.limit // the limit fell
+		n.showed(n.limit) // the limit fell
 		return
 	}
 	n.widen = min(n.widen*2, maxWiden)
@@ -570,27 +575,32 @@ func (n *number) settle() {
 	n.lim.SetLimit(n.pace())
 }
 
-// probe raises a learned limit after a quiet spell, in doubling steps,
-// never above the ceiling. The first time, it reports the limit the
-// number settled at.
-func (n *number) probe(from string, now time.Time) (Change, bool) {
-	if n.limit >= n.ceiling || n.open || now.Sub(n.lastThrottle) < probeAfter || now.Sub(n.lastRaise) < probeEvery {
-		return Change{}, false
+// showed records a limit below the ceiling that a throttle episode
+// showed. It is learned once the next episode agrees within 5%: a throttle
+// at random (a burst of other traffic on the number) shows a limit once, a
+// real limit shows again as soon as probing passes it, and a limit falling
+// (other traffic starting) shows ever less until it settles.
+func (n *number) showed(l float64) {
+	if n.shown > 0 && math.Abs(l-n.shown) <= 0.05*n.shown {
+		n.unreported, n.learned = l < n.ceiling, l
 	}
-	var c Change
-	told := n.unreported
-	if told {
-		c, n.unreported = Change{From: from, Limit: n.limit, Ceiling: n.ceiling}, false
+	n.shown = l
+}
+
+// probe raises a lowered limit after a quiet spell, in doubling steps,
+// never above the ceiling.
+func (n *number) probe(now time.Time) {
+	if n.limit >= n.ceiling || n.open || now.Sub(n.lastThrottle) < probeAfter || now.Sub(n.lastRaise) < probeEvery {
+		return
 	}
 	step := max(0.5, 0.01*n.limit) * math.Pow(2, float64(n.raises))
 	n.limit = min(n.ceiling, n.limit+step)
 	if n.limit >= n.ceiling {
-		n.learned = n.ceiling // it takes the ceiling again
+		n.learned, n.shown = n.ceiling, 0 // it takes the ceiling again
 	}
 	n.raises++
 	n.lastRaise = now
 	n.lim.SetLimitAt(now, n.pace())
-	return c, told
 }
 
 // Seed starts from at a limit learned before (an earlier run of the
@@ -603,7 +613,7 @@ func (p *Pacer) Seed(from string, limit float64, now time.Time) {
 	if limit <= 0 || limit >= n.ceiling {
 		return
 	}
-	n.limit, n.learned = limit, limit
+	n.limit, n.learned, n.shown = limit, limit, limit
 	n.lastThrottle, n.lastRaise, n.adjusted = now, now, now
 	n.lim.SetLimitAt(now, n.pace())
 }
@@ -628,9 +638,9 @@ func (p *Pacer) Limit(from string) float64 {
 	return p.number(from).limit
 }
 
-// Learned returns what the last throttles showed from accepts per second,
-// without the probes since: the ceiling until a throttle shows less, and
-// again once probes reach it.
+// Learned returns what throttles showed twice from accepts per second,
+// without the probes since: the ceiling until two throttle episodes show
+// less, and again once probes reach it.
 func (p *Pacer) Learned(from string) float64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -478,15 +478,39 @@ func TestThrottleRestsUntilTheSecondDrains(t *testing.T) {
 	if l := p.Limit("A"); l != 50 {
 		t.Fatalf("limit %v, want 50", l)
 	}
-	// Quiet for a few seconds: the limit is reported once, then probed.
+	// One episode is not learned yet: it may have been a burst of other
+	// traffic.
+	if l := p.Learned("A"); l != 100 {
+		t.Fatalf("learned %v after one episode, want the ceiling", l)
+	}
+	// Quiet for a few seconds: the limit is probed up.
 	quiet := answer.Add(2 * probeAfter)
 	s, wait, _ := p.Reserve("A", quiet)
-	c, ok := p.Answered(s, Counted, quiet.Add(wait+100*time.Millisecond))
-	if !ok || c.Limit != 50 || c.Ceiling != 100 || c.From != "A" {
-		t.Fatalf("change = %+v, %v; want A's limit 50 of 100", c, ok)
+	if c, ok := p.Answered(s, Counted, quiet.Add(wait+100*time.Millisecond)); ok {
+		t.Fatalf("reported %+v after one episode", c)
 	}
 	if l := p.Limit("A"); l <= 50 {
 		t.Fatalf("limit %v after a quiet spell, want it probed up", l)
+	}
+	// A second episode shows the same: learned, and reported once.
+	now = quiet.Add(time.Second)
+	var again []Send
+	for range 60 {
+		s, wait, ok := p.Reserve("A", now)
+		now = now.Add(wait)
+		if ok {
+			again = append(again, s)
+		}
+	}
+	for _, s := range again[:50] {
+		p.Answered(s, Counted, s.At.Add(100*time.Millisecond))
+	}
+	c, ok := p.Answered(again[50], Throttled, again[50].At.Add(100*time.Millisecond))
+	if !ok || math.Abs(c.Limit-50) > 2.5 || c.Ceiling != 100 || c.From != "A" {
+		t.Fatalf("change = %+v, %v; want A's limit about 50 of 100", c, ok)
+	}
+	if l := p.Learned("A"); math.Abs(l-50) > 2.5 {
+		t.Fatalf("learned %v, want about 50", l)
 	}
 }
 
@@ -630,4 +654,40 @@ func TestFirstSecondHasWiderHeadroom(t *testing.T) {
 
 func sortTimes(ts []time.Time) {
 	slices.SortFunc(ts, func(a, b time.Time) int { return a.Compare(b) })
+}
+
+// TestOneThrottleAtRandomIsNotLearned: a throttle that has nothing to do
+// with the number's pace (a burst of other traffic on it, as the SMS
+// sandbox rehearses) lowers the limit for a while, but is neither learned
+// nor reported, and probing takes the number back to its ceiling.
+func TestOneThrottleAtRandomIsNotLearned(t *testing.T) {
+	p := New(10)
+	now := t0
+	for sent := 0; now.Before(t0.Add(30 * time.Second)); {
+		s, wait, ok := p.Reserve("A", now)
+		now = now.Add(wait)
+		if !ok {
+			continue
+		}
+		sent++
+		if sent == 55 {
+			now = now.Add(600 * time.Millisecond) // nothing to send for a while
+		}
+		v := Counted
+		if sent == 60 { // about 6 s in, its second before holds 4
+			v = Throttled
+		}
+		if c, ok := p.Answered(s, v, now.Add(50*time.Millisecond)); ok {
+			t.Fatalf("reported %+v", c)
+		}
+		if sent == 60 && p.Limit("A") >= 10 {
+			t.Fatalf("the throttle left the limit at %v", p.Limit("A"))
+		}
+	}
+	if l := p.Learned("A"); l != 10 {
+		t.Errorf("learned %v, want the ceiling", l)
+	}
+	if l := p.Limit("A"); l != 10 {
+		t.Errorf("limit %v after 24 s without a throttle, want it probed back to 10", l)
+	}
 }
