@@ -687,8 +687,11 @@ func (s *Server) parse(body []byte, a api) (sendRequest, Template, failure) {
 	if len(body) > 1<<20 {
 		return req, Template{}, invalidParam("Request body is larger than 1 MB.")
 	}
-	if err := json.Unmarshal(body, &req); err != nil {
-		return req, Template{}, invalidParam("Request body is not valid JSON: " + err.Error())
+	if !decodeSend(body, &req) {
+		req = sendRequest{}
+		if err := json.Unmarshal(body, &req); err != nil {
+			return req, Template{}, invalidParam("Request body is not valid JSON: " + err.Error())
+		}
 	}
 	switch {
 	case req.MessagingProduct == "":
