@@ -95,7 +95,7 @@ func (d *sendDecoder) templateField(t *templateObject) ([]string, field) {
 				return d.skip()
 			})
 		case 2:
-			t.Components = []sendComponent{}
+			t.Components = make([]sendComponent, 0, 4) // header, body, buttons: grown once at most
 			return d.array(func() bool {
 				t.Components = append(t.Components, sendComponent{})
 				return d.object(d.componentField(&t.Components[len(t.Components)-1]))
@@ -115,7 +115,7 @@ func (d *sendDecoder) componentField(c *sendComponent) ([]string, field) {
 		case 2:
 			return d.raw(&c.Index)
 		case 3:
-			c.Parameters = []json.RawMessage{}
+			c.Parameters = make([]json.RawMessage, 0, 4)
 			return d.array(func() bool {
 				c.Parameters = append(c.Parameters, nil)
 				return d.raw(&c.Parameters[len(c.Parameters)-1])
