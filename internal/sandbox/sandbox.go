@@ -554,7 +554,7 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request, version, phoneID s
 		s.fail(w, unknownObject("post", phoneID))
 		return
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20+1))
+	body, err := readBody(r, 1<<20+1)
 	if err != nil {
 		return // the client went away
 	}
@@ -677,6 +677,20 @@ func appendSendResponse(b []byte, to, waID, wamid, status string, success bool) 
 		b = append(b, `,"success":true`...)
 	}
 	return append(b, '}')
+}
+
+// readBody reads at most limit bytes of r's body: into one buffer of the
+// size the request gives, when it gives one.
+func readBody(r *http.Request, limit int64) ([]byte, error) {
+	if r.ContentLength < 0 || r.ContentLength > limit {
+		return io.ReadAll(io.LimitReader(r.Body, limit))
+	}
+	// net/http ends the body at Content-Length: a shorter one is an error.
+	b := make([]byte, r.ContentLength)
+	if _, err := io.ReadFull(r.Body, b); err != nil {
+		return nil, err
+	}
+	return b, nil
 }
 
 func (s *Server) auth(r *http.Request) failure {
