@@ -49,3 +49,30 @@ func TestAppendHex(t *testing.T) {
 		}
 	}
 }
+
+// FuzzAcceptedRecord: an Accepted record is written as json.Marshal writes
+// it, whatever its strings.
+func FuzzAcceptedRecord(f *testing.F) {
+	f.Add("camp:1", "spring_sale", "en_US", "marketing", 1, false, false, false)
+	f.Add("", "t", "pt_BR", "", 3, true, true, true)
+	f.Add(`a"b\c<d>&e`, "naïve", "\x00\x7f\u2028", "utility", 2, false, true, false)
+	f.Add("\xff", "x", "en", "marketing_lite", 0, true, false, true)
+	f.Fuzz(func(t *testing.T, cbd, name, lang, pricing string, attempt int, late, held, mm bool) {
+		r := acceptedRecord{
+			WAMID: "wamid.HBgLMTY1MDU1NTEyMzQVAgARGBIwMDAwMDAwMDAwMDAwMDAwMDEA", PhoneNumberID: "106540352242922",
+			To: "+16505551234", BizOpaqueCallbackData: cbd, Template: name, Language: lang,
+			Time: "2026-04-01T10:00:00.123456789Z", Attempt: attempt, Late: late, Final: "delivered",
+			Held: held, Pricing: pricing,
+		}
+		if mm {
+			r.API = marketingAPI.record()
+		}
+		want, err := json.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := r.marshal(); string(got) != string(want) {
+			t.Errorf("marshal      = %s\njson.Marshal = %s", got, want)
+		}
+	})
+}
