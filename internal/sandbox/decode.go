@@ -3,7 +3,6 @@ package sandbox
 import (
 	"bytes"
 	"encoding/json"
-	"strings"
 )
 
 // decodeSend decodes a send request's body into req as json.Unmarshal
@@ -158,17 +157,17 @@ func (d *sendDecoder) object(keys []string, f field) bool {
 	}
 	var seen uint
 	for {
-		var key string
-		if !d.str(&key) || !d.next(':') {
+		key, ok := d.plain()
+		if !ok || !d.next(':') {
 			return false
 		}
 		k := -1
 		for j, want := range keys {
-			if key == want {
+			if string(key) == want {
 				k = j
 				break
 			}
-			if strings.EqualFold(key, want) {
+			if equalFoldASCII(key, want) {
 				return false // json.Unmarshal takes it for want
 			}
 		}
@@ -213,21 +212,50 @@ func (d *sendDecoder) array(elem func() bool) bool {
 
 // str reads a string of printable ASCII without escapes into v.
 func (d *sendDecoder) str(v *string) bool {
+	b, ok := d.plain()
+	if ok {
+		*v = constant(b)
+	}
+	return ok
+}
+
+// plain reads a string of printable ASCII without escapes and returns
+// what is between its quotes.
+func (d *sendDecoder) plain() ([]byte, bool) {
 	if !d.next('"') {
-		return false
+		return nil, false
 	}
 	start := d.i
 	for ; d.i < len(d.b); d.i++ {
 		switch c := d.b[d.i]; {
 		case c == '"':
-			*v = constant(d.b[start:d.i])
 			d.i++
-			return true
+			return d.b[start : d.i-1], true
 		case c < 0x20 || c == '\\' || c >= 0x80:
+			return nil, false
+		}
+	}
+	return nil, false
+}
+
+// equalFoldASCII is strings.EqualFold for an ASCII key.
+func equalFoldASCII(key []byte, s string) bool {
+	if len(key) != len(s) {
+		return false
+	}
+	for i, c := range key {
+		if lower(c) != lower(s[i]) {
 			return false
 		}
 	}
-	return false
+	return true
+}
+
+func lower(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
 }
 
 // constant is string(b), without a copy for the values every send repeats.
