@@ -9,8 +9,8 @@ import (
 // would, without reflection: encoding/json cost a sandbox serving 10,000
 // sends a second an eighth of its CPU. It takes the usual shape only, and
 // reports false for anything else — an escape or a byte outside ASCII in a
-// string it keeps, a null or another type than the field's, a field given
-// twice or in another case, nesting deeper than maxDecodeDepth, invalid
+// key or a string it keeps, a null or another type than the field's, a field
+// given twice or in another case, nesting deeper than maxDecodeDepth, invalid
 // JSON — leaving req partly filled: the caller then decodes with
 // json.Unmarshal, whose result and error messages stand. FuzzDecodeSend
 // checks that whatever it takes, it decodes as json.Unmarshal does.
