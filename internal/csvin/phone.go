@@ -369,13 +369,39 @@ func splitCountryCode(digits []byte) (cc int, nsn []byte, ok bool) {
 // Country code 1 is shared by the US, Canada and the Caribbean: only
 // the area code tells them apart.
 func Region(e164 string) string {
-	var pn phonenumbers.PhoneNumber
-	if err := phonenumbers.ParseToNumber(e164, "", &pn); err != nil {
-		return ""
+	r, ok := fastRegion(e164)
+	if !ok {
+		var pn phonenumbers.PhoneNumber
+		if err := phonenumbers.ParseToNumber(e164, "", &pn); err != nil {
+			return ""
+		}
+		r = phonenumbers.GetRegionCodeForNumber(&pn)
 	}
-	r := phonenumbers.GetRegionCodeForNumber(&pn)
 	if r == "ZZ" || r == "001" { // unknown, or non-geographic
 		return ""
 	}
 	return r
+}
+
+// fastRegion is phonenumbers.GetRegionCodeForNumber of what ParseToNumber
+// makes of e164, for "+" and digits that international's fast path takes
+// (a sandbox serving 10,000 sends a second spent a twentieth of its CPU in
+// ParseToNumber); ok is false for the rest.
+func fastRegion(e164 string) (region string, ok bool) {
+	digits, plus := strings.CutPrefix(e164, "+")
+	if !plus || !allDigits(digits) || checkInternational([]byte(digits)) != nil {
+		return "", false
+	}
+	cc, nsn, ok := splitCountryCode([]byte(digits))
+	if !ok || len(nsn) < phonenumbers.MIN_LENGTH_FOR_NSN || len(nsn) > phonenumbers.MAX_LENGTH_FOR_NSN || nsn[0] == '0' {
+		return "", false
+	}
+	c := lookupCallingCode(cc)
+	if c == nil || (c.nationalPrefix != nil && c.nationalPrefix.Match(nsn)) {
+		return "", false
+	}
+	if r := c.region(nsn); r != nil {
+		return r.id, true
+	}
+	return "", true
 }

@@ -219,6 +219,18 @@ func checkNational(t testing.TB, digits, region string) {
 	}
 }
 
+// libRegion is Region by phonenumbers alone.
+func libRegion(e164 string) string {
+	var pn phonenumbers.PhoneNumber
+	if err := phonenumbers.ParseToNumber(e164, "", &pn); err != nil {
+		return ""
+	}
+	if r := phonenumbers.GetRegionCodeForNumber(&pn); r != "ZZ" && r != "001" {
+		return r
+	}
+	return ""
+}
+
 // fastValid runs the fast path's validity check on international digits,
 // reporting whether the fast path applies to them at all.
 func fastValid(digits []byte) (valid, applies bool) {
@@ -241,6 +253,9 @@ func checkFastPath(t testing.TB, digits string) {
 	slow, slowErr := libInternational([]byte(digits))
 	if fast != slow || errText(fastErr) != errText(slowErr) {
 		t.Errorf("+%s: fast path = %q, %v; Parse = %q, %v", digits, fast, fastErr, slow, slowErr)
+	}
+	if fast, slow := Region("+"+digits), libRegion("+"+digits); fast != slow {
+		t.Errorf("+%s: Region = %q, phonenumbers = %q", digits, fast, slow)
 	}
 	valid, applies := fastValid([]byte(digits))
 	if !applies {
@@ -354,7 +369,11 @@ func TestRegion(t *testing.T) {
 		{"+18765550123", "JM"}, // Jamaica shares +1
 		{"+447400123456", "GB"},
 		{"+5511987654321", "BR"},
-		{"+80012345678", ""}, // international freephone: no region
+		{"+80012345678", ""},     // international freephone: no region
+		{"+12005550123", ""},     // +1 with no area code 200: no region
+		{"+4407400123456", "GB"}, // a national prefix after the country code
+		{"+1 201 555 0123", "US"},
+		{"+", ""},
 		{"not a phone", ""},
 	} {
 		if got := Region(tc.phone); got != tc.want {

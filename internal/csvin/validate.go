@@ -50,6 +50,7 @@ func (m *descMatcher) match(nsn []byte) bool {
 
 // regionMatcher holds one region's compiled metadata.
 type regionMatcher struct {
+	id          string // ISO 3166 code, or "001" for a non-geographic calling code
 	countryCode int32
 	leading     *digitMatcher // metadata leading_digits, for shared calling codes
 	general     descMatcher
@@ -57,7 +58,7 @@ type regionMatcher struct {
 }
 
 func newRegionMatcher(m *phonenumbers.PhoneMetadata) *regionMatcher {
-	r := &regionMatcher{countryCode: m.GetCountryCode(), general: newDescMatcher(m.GetGeneralDesc())}
+	r := &regionMatcher{id: m.GetId(), countryCode: m.GetCountryCode(), general: newDescMatcher(m.GetGeneralDesc())}
 	if p := m.GetLeadingDigits(); p != "" {
 		r.leading = newDigitMatcher(p, false)
 	}
@@ -106,29 +107,31 @@ type callingCode struct {
 // the national significant number nsn (GetNationalSignificantNumber: with
 // any Italian leading zeros).
 func (c *callingCode) valid(nsn []byte) bool {
-	// GetRegionCodeForNumber: the only region, or the first whose leading
-	// digits match or, lacking leading digits, that has a type for nsn.
-	var region *regionMatcher
-	if len(c.regions) == 1 {
-		region = c.regions[0]
-	} else {
-		for _, r := range c.regions {
-			if r.leading != nil {
-				if r.leading.Match(nsn) {
-					region = r
-					break
-				}
-			} else if r.hasType(nsn) {
-				region = r
-				break
-			}
-		}
-	}
 	// IsValidNumberForRegion.
+	region := c.region(nsn)
 	if region == nil || region.countryCode != c.code {
 		return false
 	}
 	return region.hasType(nsn)
+}
+
+// region is phonenumbers.GetRegionCodeForNumber: the only region, or the
+// first whose leading digits match or, lacking leading digits, that has a
+// type for nsn; nil if none does.
+func (c *callingCode) region(nsn []byte) *regionMatcher {
+	if len(c.regions) == 1 {
+		return c.regions[0]
+	}
+	for _, r := range c.regions {
+		if r.leading != nil {
+			if r.leading.Match(nsn) {
+				return r
+			}
+		} else if r.hasType(nsn) {
+			return r
+		}
+	}
+	return nil
 }
 
 // validNumber is phonenumbers.IsValidNumber, faster.

@@ -554,7 +554,7 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request, version, phoneID s
 		s.fail(w, unknownObject("post", phoneID))
 		return
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20+1))
+	body, err := readBody(r, 1<<20+1)
 	if err != nil {
 		return // the client went away
 	}
@@ -652,14 +652,45 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request, version, phoneID s
 	if !s.delay(r.Context(), d) {
 		return
 	}
-	resp, _ := json.Marshal(sendResponse{
-		MessagingProduct: "whatsapp",
-		Contacts:         []contactResp{{Input: req.To, WaID: waID}},
-		Messages:         []messageResp{{ID: wamid, MessageStatus: status}},
-		Success:          a == marketingAPI,
-	})
-	w.Header().Set("Content-Type", "application/json; charset=UTF-8")
-	w.Write(resp)
+	w.Header()["Content-Type"] = jsonContentType
+	w.Write(appendSendResponse(make([]byte, 0, 256), req.To, waID, wamid, status, a == marketingAPI))
+}
+
+// jsonContentType is the Content-Type of every answer, shared rather than
+// built per answer.
+var jsonContentType = []string{"application/json; charset=UTF-8"}
+
+// appendSendResponse appends the answer to an accepted send, the bytes
+// json.Marshal writes for its sendResponse. Its strings need no escaping:
+// a phone number (isPhone), its digits, a wamid (base64) and a status.
+func appendSendResponse(b []byte, to, waID, wamid, status string, success bool) []byte {
+	b = append(b, `{"messaging_product":"whatsapp","contacts":[{"input":"`...)
+	b = append(b, to...)
+	b = append(b, `","wa_id":"`...)
+	b = append(b, waID...)
+	b = append(b, `"}],"messages":[{"id":"`...)
+	b = append(b, wamid...)
+	b = append(b, `","message_status":"`...)
+	b = append(b, status...)
+	b = append(b, `"}]`...)
+	if success {
+		b = append(b, `,"success":true`...)
+	}
+	return append(b, '}')
+}
+
+// readBody reads at most limit bytes of r's body: into one buffer of the
+// size the request gives, when it gives one.
+func readBody(r *http.Request, limit int64) ([]byte, error) {
+	if r.ContentLength < 0 || r.ContentLength > limit {
+		return io.ReadAll(io.LimitReader(r.Body, limit))
+	}
+	// net/http ends the body at Content-Length: a shorter one is an error.
+	b := make([]byte, r.ContentLength)
+	if _, err := io.ReadFull(r.Body, b); err != nil {
+		return nil, err
+	}
+	return b, nil
 }
 
 func (s *Server) auth(r *http.Request) failure {
@@ -687,8 +718,11 @@ func (s *Server) parse(body []byte, a api) (sendRequest, Template, failure) {
 	if len(body) > 1<<20 {
 		return req, Template{}, invalidParam("Request body is larger than 1 MB.")
 	}
-	if err := json.Unmarshal(body, &req); err != nil {
-		return req, Template{}, invalidParam("Request body is not valid JSON: " + err.Error())
+	if !decodeSend(body, &req) {
+		req = sendRequest{}
+		if err := json.Unmarshal(body, &req); err != nil {
+			return req, Template{}, invalidParam("Request body is not valid JSON: " + err.Error())
+		}
 	}
 	switch {
 	case req.MessagingProduct == "":
@@ -836,9 +870,20 @@ func (s *Server) wamid(waID string) string {
 	b = append(b, 0x1c, 0x18, byte(len(waID)))
 	b = append(b, waID...)
 	b = append(b, 0x15, 0x02, 0x00, 0x11, 0x18, 0x12)
-	b = fmt.Appendf(b, "%06X%012X", s.nonce, s.seq.Add(1)&0xffffffffffff)
+	b = appendHex(b, uint64(s.nonce), 6)
+	b = appendHex(b, s.seq.Add(1), 12)
 	b = append(b, 0x00)
-	return "wamid." + base64.StdEncoding.EncodeToString(b)
+	id := make([]byte, 0, len("wamid.")+base64.StdEncoding.EncodedLen(len(b)))
+	return string(base64.StdEncoding.AppendEncode(append(id, "wamid."...), b))
+}
+
+// appendHex appends the n lowest hex digits of v, in upper case, as
+// fmt's %0nX does for a v of n digits at most.
+func appendHex(b []byte, v uint64, n int) []byte {
+	for i := n - 1; i >= 0; i-- {
+		b = append(b, "0123456789ABCDEF"[v>>(4*i)&0xf])
+	}
+	return b
 }
 
 func (s *Server) traceID() string {

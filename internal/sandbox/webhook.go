@@ -38,7 +38,7 @@ func (s *Server) emit(num *number, version, wamid string, req sendRequest, waID 
 	}
 	var rec []byte
 	if s.cfg.Accepted != nil {
-		rec, _ = json.Marshal(acceptedRecord{
+		rec = (&acceptedRecord{
 			WAMID:                 wamid,
 			PhoneNumberID:         num.id,
 			To:                    req.To,
@@ -52,7 +52,7 @@ func (s *Server) emit(num *number, version, wamid string, req sendRequest, waID 
 			Held:                  ft.held,
 			API:                   a.record(),
 			Pricing:               rt.category,
-		})
+		}).marshal()
 	}
 	var p *plan
 	if s.out.hooks {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strconv"
 )
 
 // Wire shapes of the Cloud API, as Meta documents them (the team's fact
@@ -355,4 +356,68 @@ type acceptedRecord struct {
 	// Pricing is the pricing category of its webhooks (marketing,
 	// marketing_lite, utility, authentication).
 	Pricing string `json:"pricing_category,omitempty"`
+}
+
+// marshal is json.Marshal(r), written by hand when no string needs
+// escaping (as in nearly every record): reflection cost a sandbox
+// accepting 10,000 sends a second 2% of its CPU.
+func (r *acceptedRecord) marshal() []byte {
+	if !plainJSON(r.WAMID, r.PhoneNumberID, r.To, r.BizOpaqueCallbackData, r.Template, r.Language, r.Time, r.Final, r.API, r.Pricing) {
+		b, _ := json.Marshal(r)
+		return b
+	}
+	b := make([]byte, 0, 320)
+	b = append(b, `{"wamid":"`...)
+	b = append(b, r.WAMID...)
+	b = append(b, `","phone_number_id":"`...)
+	b = append(b, r.PhoneNumberID...)
+	b = append(b, `","to":"`...)
+	b = append(b, r.To...)
+	if r.BizOpaqueCallbackData != "" {
+		b = append(b, `","biz_opaque_callback_data":"`...)
+		b = append(b, r.BizOpaqueCallbackData...)
+	}
+	b = append(b, `","template":"`...)
+	b = append(b, r.Template...)
+	b = append(b, `","language":"`...)
+	b = append(b, r.Language...)
+	b = append(b, `","time":"`...)
+	b = append(b, r.Time...)
+	b = append(b, `","attempt":`...)
+	b = strconv.AppendInt(b, int64(r.Attempt), 10)
+	if r.Late {
+		b = append(b, `,"late":true`...)
+	}
+	b = append(b, `,"final":"`...)
+	b = append(b, r.Final...)
+	b = append(b, '"')
+	if r.Held {
+		b = append(b, `,"held":true`...)
+	}
+	if r.API != "" {
+		b = append(b, `,"api":"`...)
+		b = append(b, r.API...)
+		b = append(b, '"')
+	}
+	if r.Pricing != "" {
+		b = append(b, `,"pricing_category":"`...)
+		b = append(b, r.Pricing...)
+		b = append(b, '"')
+	}
+	return append(b, '}')
+}
+
+// plainJSON reports whether json.Marshal writes each of ss as it is,
+// between quotes: printable ASCII but for the quote, the backslash and
+// the characters it escapes for HTML (<, >, &).
+func plainJSON(ss ...string) bool {
+	for _, s := range ss {
+		for i := 0; i < len(s); i++ {
+			switch c := s[i]; {
+			case c < 0x20 || c >= 0x7f, c == '"', c == '\\', c == '<', c == '>', c == '&':
+				return false
+			}
+		}
+	}
+	return true
 }
