@@ -623,11 +623,13 @@ func (p *Pacer) Seed(from string, limit float64, now time.Time) {
 func (p *Pacer) Rate(from string) float64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	l := p.number(from).lim.Limit()
-	if l == rate.Inf {
+	n := p.number(from)
+	if math.IsInf(n.limit, 1) {
 		return math.Inf(1) // rate.Inf is MaxFloat64: arithmetic on it overflows
 	}
-	return float64(l)
+	// Without the first second's wider headroom: it ends on the next
+	// reservation after it, which a short campaign may never make.
+	return n.paced(n.widen)
 }
 
 // Limit returns what from is believed to accept per second: the ceiling
