@@ -126,6 +126,8 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzListTemplates$$' -fuzztime $(FUZZTIME) ./internal/sandbox
 	$(GO) test -run '^$$' -fuzz '^FuzzSendMarketing$$' -fuzztime $(FUZZTIME) ./internal/sandbox
 	$(GO) test -run '^$$' -fuzz '^FuzzNumberFields$$' -fuzztime $(FUZZTIME) ./internal/sandbox
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeSend$$' -fuzztime $(FUZZTIME) ./internal/sandbox
+	$(GO) test -run '^$$' -fuzz '^FuzzAcceptedRecord$$' -fuzztime $(FUZZTIME) ./internal/sandbox
 	$(GO) test -run '^$$' -fuzz '^FuzzParseDefinitions$$' -fuzztime $(FUZZTIME) ./internal/template
 	$(GO) test -run '^$$' -fuzz '^FuzzValidate$$' -fuzztime $(FUZZTIME) ./internal/template
 	$(GO) test -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(FUZZTIME) ./internal/pricing

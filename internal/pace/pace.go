@@ -374,8 +374,10 @@ func (p *Pacer) ReserveN(from string, now time.Time, cost int) (s Send, wait tim
 		// Held less than a slot (sends a second ago left late): it leaves
 		// when the second has room and the next slot keeps its time, so
 		// lateness does not carry over. Held longer (a rest after a
-		// throttle), it books nothing.
-		if again, _ := n.room(retry, cost); !again || retry.Sub(leave) >= n.interval() {
+		// throttle), it books nothing; so does a send of several tokens
+		// (an SMS of several parts), whose later parts the carrier passes
+		// on a slot apart: kept, the next slot would squeeze them.
+		if again, _ := n.room(retry, cost); !again || cost > 1 || retry.Sub(leave) >= n.interval() {
 			first.CancelAt(now)
 			return Send{}, max(retry.Sub(now), time.Millisecond), false
 		}
