@@ -62,6 +62,7 @@ func runLimits(b *testing.B, c limitCase) limitRun {
 	var sbOut bytes.Buffer
 	sb.Stdout = &sbOut
 	url := startSandboxProcess(b, sb, nil)
+	b.Cleanup(func() { sb.Process.Kill() }) // a Fatal before the SIGTERM below
 	client := &whatsapp.Client{BaseURL: url, Version: "v23.0", Token: "t", Timeout: 10 * time.Second, HTTP: whatsapp.NewHTTPClient(1024)}
 	eng := engine.New(engine.Config{Checkpoint: st, Sender: client, Senders: senders, CampaignID: "bench",
 		Template: "welcome", Lang: "en_US", Rate: c.told})

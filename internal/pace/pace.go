@@ -18,7 +18,8 @@
 //     ceiling;
 //   - it records when each send really left (Left): sends that a stalled
 //     process let go late and together hold the sends a second later, so
-//     no second of departures holds more than the pace;
+//     no second of departures holds more than the pace rounded up (the
+//     limit itself below 50/s, where the headroom is under a message);
 //   - the first second goes with twice the headroom: its requests wait for
 //     new connections and arrive bunched.
 //
@@ -430,8 +431,10 @@ func (p *Pacer) Left(s Send, at time.Time) {
 		return
 	}
 	for k := range uint64(max(s.Cost, 1)) {
-		// Only sends still in the last second's count: one booked longer
-		// ago has left its second already.
+		// Only sends still in the last second's count: one booked more
+		// than a second before it left is out of the count already, and
+		// is not counted in the second it really left in (a process
+		// suspended that long; rare).
 		if i := n.index(s.seq + k); i >= n.win {
 			n.log[i].at = n.log[i].at.Add(late)
 		}
@@ -485,11 +488,15 @@ func (n *number) seen(s Send) int {
 	if i < 0 {
 		return n.counted
 	}
-	cut := n.log[i].at.Add(-time.Second) // when it left
+	left := n.log[i].at
+	cut := left.Add(-time.Second)
 	count := 0
-	for i--; i >= n.head && n.log[i].at.After(cut); i-- {
-		if n.log[i].counts() {
-			count += n.log[i].cost
+	// Left makes the log's order by departure differ from its order by
+	// booking (a late send before sends that left earlier): all of it is
+	// looked at.
+	for j := n.head; j < len(n.log); j++ {
+		if e := n.log[j]; j != i && e.counts() && e.at.After(cut) && e.at.Before(left) {
+			count += e.cost
 		}
 	}
 	return count
@@ -550,7 +557,7 @@ func (n *number) throttled(s Send, now time.Time) {
 	// Sends that left after this one went into the same full second: they
 	// count again if they are accepted.
 	for i := n.win; i < len(n.log); i++ {
-		if x := n.log[i]; x.state == pending && !x.at.Before(s.At) {
+		if x := n.log[i]; x.state == pending && !x.at.Before(left) {
 			n.set(i, presumed)
 		}
 	}
@@ -583,6 +590,10 @@ func (n *number) settle() {
 // real limit shows again as soon as probing passes it, and a limit falling
 // (other traffic starting) shows ever less until it settles.
 func (n *number) showed(l float64) {
+	if l >= n.ceiling {
+		n.shown = 0
+		return
+	}
 	if n.shown > 0 && math.Abs(l-n.shown) <= 0.05*n.shown {
 		n.unreported, n.learned = l < n.ceiling, l
 	}

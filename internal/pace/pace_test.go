@@ -625,6 +625,13 @@ func TestLateSendsHoldTheOnesASecondLater(t *testing.T) {
 // seconds after at the pace.
 func TestFirstSecondHasWiderHeadroom(t *testing.T) {
 	p := New(400)
+	sends(p, "A", t0, 100*time.Millisecond)
+	// What the rate gauge and the claims are sized by: the pace after the
+	// warm up, even within it (a short campaign may end there).
+	if r := p.Rate("A"); r != Paced(400) {
+		t.Errorf("rate within the first second %v, want %v", r, Paced(400))
+	}
+	p = New(400)
 	ts := sends(p, "A", t0, 3*time.Second)
 	count := func(from, to time.Duration) int {
 		n := 0
