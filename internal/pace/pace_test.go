@@ -698,3 +698,35 @@ func TestOneThrottleAtRandomIsNotLearned(t *testing.T) {
 		t.Errorf("limit %v after 24 s without a throttle, want it probed back to 10", l)
 	}
 }
+
+// TestShowingsApartByACeilingDoNotAgree: two throttles at random that
+// happen to show the same limit, with the number back at its ceiling in
+// between, are two first showings, not a limit learned.
+func TestShowingsApartByACeilingDoNotAgree(t *testing.T) {
+	p := New(10)
+	now := t0
+	for sent := 0; now.Before(t0.Add(60 * time.Second)); {
+		s, wait, ok := p.Reserve("A", now)
+		now = now.Add(wait)
+		if !ok {
+			continue
+		}
+		sent++
+		if sent == 55 || sent == 455 {
+			now = now.Add(600 * time.Millisecond) // nothing to send for a while
+		}
+		v := Counted
+		if sent == 60 || sent == 460 { // about 6 s and 46 s in: the second before holds 4
+			v = Throttled
+			if sent == 460 && p.Limit("A") != 10 {
+				t.Fatalf("limit %v before the second throttle, want back at the ceiling", p.Limit("A"))
+			}
+		}
+		if c, ok := p.Answered(s, v, now.Add(50*time.Millisecond)); ok {
+			t.Fatalf("reported %+v", c)
+		}
+	}
+	if l := p.Learned("A"); l != 10 {
+		t.Errorf("learned %v, want the ceiling", l)
+	}
+}
