@@ -608,15 +608,7 @@ func TestFatalStopsAtOnceAndLeavesRowsPending(t *testing.T) {
 func TestCancelDrainsInFlight(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		cp := checkpoint(2000, "A")
-		ctx, cancel := context.WithCancel(context.Background())
-		var calls atomic.Int64
-		fs := &fakeSender{fn: func(m campaign.Message, call int) (campaign.Receipt, error) {
-			if calls.Add(1) == 50 {
-				cancel()
-			}
-			time.Sleep(200 * time.Millisecond) // in flight while the cancel lands
-			return accept(m, call)
-		}}
+		ctx, fs, calls := cancelledAt50(200 * time.Millisecond) // in flight while the cancel lands
 		err := engine.New(config(cp, fs, "A")).Run(ctx)
 		if !errors.Is(err, context.Canceled) {
 			t.Fatalf("Run: %v, want context.Canceled", err)
@@ -634,6 +626,22 @@ func TestCancelDrainsInFlight(t *testing.T) {
 	})
 }
 
+// cancelledAt50 returns a context and a sender that accepts each message
+// after latency and cancels the context at the 50th request, and the
+// count of requests.
+func cancelledAt50(latency time.Duration) (context.Context, *fakeSender, *atomic.Int64) {
+	ctx, cancel := context.WithCancel(context.Background())
+	calls := new(atomic.Int64)
+	fs := &fakeSender{fn: func(m campaign.Message, call int) (campaign.Receipt, error) {
+		if calls.Add(1) == 50 {
+			cancel()
+		}
+		time.Sleep(latency)
+		return accept(m, call)
+	}}
+	return ctx, fs, calls
+}
+
 // countingObserver counts what the engine observes.
 type countingObserver struct{ attempted, waited atomic.Int64 }
 
@@ -645,14 +653,7 @@ func (o *countingObserver) Waited(string, time.Duration) { o.waited.Add(1) }
 func TestWaitsObservedOnlyForRequestsThatLeft(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		cp := checkpoint(2000, "A")
-		ctx, cancel := context.WithCancel(context.Background())
-		var calls atomic.Int64
-		fs := &fakeSender{fn: func(m campaign.Message, call int) (campaign.Receipt, error) {
-			if calls.Add(1) == 50 {
-				cancel()
-			}
-			return accept(m, call)
-		}}
+		ctx, fs, calls := cancelledAt50(0)
 		obs := &countingObserver{}
 		cfg := config(cp, fs, "A")
 		cfg.Rate, cfg.Observer = 100, obs

@@ -21,14 +21,8 @@ import (
 func TestAgainstSandbox(t *testing.T) {
 	const rows, rate = 400, 200
 	cp := checkpoint(rows, "1000001", "1000002")
-	sb := sandbox.New(sandbox.Config{Seed: 9, Rate: rate, PairInterval: -1, Latency: 20 * time.Millisecond,
-		Jitter: 10 * time.Millisecond, TransientRate: 0.05, PermanentRate: 0.03})
-	srv := httptest.NewServer(sb)
-	defer srv.Close()
-	defer sb.Close()
-	client := &whatsapp.Client{BaseURL: srv.URL, Version: "v23.0", Token: "t", Timeout: 5 * time.Second, HTTP: srv.Client()}
-	cfg := config(cp, client, "1000001", "1000002")
-	cfg.Rate, cfg.Concurrency = rate, 0
+	sb, cfg := sandboxConfig(t, cp, sandbox.Config{Seed: 9, Rate: rate, PairInterval: -1, Latency: 20 * time.Millisecond,
+		Jitter: 10 * time.Millisecond, TransientRate: 0.05, PermanentRate: 0.03}, rate)
 	cfg.BackoffBase, cfg.BackoffMax = time.Millisecond, 5*time.Millisecond // real time here
 	if err := engine.New(cfg).Run(context.Background()); err != nil {
 		t.Fatal(err)
@@ -57,14 +51,8 @@ func TestAgainstSandbox(t *testing.T) {
 func TestLearnsWhatANumberAccepts(t *testing.T) {
 	const rows, rate = 600, 100
 	cp := checkpoint(rows, "1000001", "1000002")
-	sb := sandbox.New(sandbox.Config{Seed: 9, Rates: map[string]float64{"1000001": 1000, "1000002": 40}, PairInterval: -1,
-		Latency: 20 * time.Millisecond, Jitter: 5 * time.Millisecond})
-	srv := httptest.NewServer(sb)
-	defer srv.Close()
-	defer sb.Close()
-	client := &whatsapp.Client{BaseURL: srv.URL, Version: "v23.0", Token: "t", Timeout: 5 * time.Second, HTTP: srv.Client()}
-	cfg := config(cp, client, "1000001", "1000002")
-	cfg.Rate, cfg.Concurrency = rate, 0
+	sb, cfg := sandboxConfig(t, cp, sandbox.Config{Seed: 9, Rates: map[string]float64{"1000001": 1000, "1000002": 40}, PairInterval: -1,
+		Latency: 20 * time.Millisecond, Jitter: 5 * time.Millisecond}, rate)
 	var logs bytes.Buffer
 	cfg.Log = slog.New(slog.NewTextHandler(&logs, nil))
 	eng := engine.New(cfg)
@@ -94,4 +82,18 @@ func TestLearnsWhatANumberAccepts(t *testing.T) {
 	if strings.Contains(logs.String(), "number 1000001 accepts") {
 		t.Errorf("the fast number named:\n%s", logs.String())
 	}
+}
+
+// sandboxConfig serves a sandbox of sc for the test and returns it with an
+// engine config for cp that sends to it from 1000001 and 1000002 at rate,
+// its concurrency following the latency.
+func sandboxConfig(t *testing.T, cp engine.Checkpoint, sc sandbox.Config, rate float64) (*sandbox.Server, engine.Config) {
+	t.Helper()
+	sb := sandbox.New(sc)
+	srv := httptest.NewServer(sb)
+	t.Cleanup(func() { srv.Close(); sb.Close() })
+	client := &whatsapp.Client{BaseURL: srv.URL, Version: "v23.0", Token: "t", Timeout: 5 * time.Second, HTTP: srv.Client()}
+	cfg := config(cp, client, "1000001", "1000002")
+	cfg.Rate, cfg.Concurrency = rate, 0
+	return sb, cfg
 }

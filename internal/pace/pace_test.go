@@ -663,34 +663,50 @@ func sortTimes(ts []time.Time) {
 	slices.SortFunc(ts, func(a, b time.Time) int { return a.Compare(b) })
 }
 
-// TestOneThrottleAtRandomIsNotLearned: a throttle that has nothing to do
-// with the number's pace (a burst of other traffic on it, as the SMS
-// sandbox rehearses) lowers the limit for a while, but is neither learned
-// nor reported, and probing takes the number back to its ceiling.
-func TestOneThrottleAtRandomIsNotLearned(t *testing.T) {
+// throttledAtRandom sends from a 10/s number for d, each answered 50 ms
+// after it leaves, and throttles the sends numbered in at: each after a
+// 600 ms gap in sending, so that the second before it holds 4 sends, not
+// the pace. before is called before each throttle, after after it. No
+// answer may report a learned limit.
+func throttledAtRandom(t *testing.T, d time.Duration, at []int, before, after func(p *Pacer)) *Pacer {
+	t.Helper()
 	p := New(10)
 	now := t0
-	for sent := 0; now.Before(t0.Add(30 * time.Second)); {
+	for sent := 0; now.Before(t0.Add(d)); {
 		s, wait, ok := p.Reserve("A", now)
 		now = now.Add(wait)
 		if !ok {
 			continue
 		}
 		sent++
-		if sent == 55 {
+		if slices.Contains(at, sent+5) {
 			now = now.Add(600 * time.Millisecond) // nothing to send for a while
 		}
 		v := Counted
-		if sent == 60 { // about 6 s in, its second before holds 4
+		if slices.Contains(at, sent) {
 			v = Throttled
+			before(p)
 		}
 		if c, ok := p.Answered(s, v, now.Add(50*time.Millisecond)); ok {
 			t.Fatalf("reported %+v", c)
 		}
-		if sent == 60 && p.Limit("A") >= 10 {
-			t.Fatalf("the throttle left the limit at %v", p.Limit("A"))
+		if v == Throttled {
+			after(p)
 		}
 	}
+	return p
+}
+
+// TestOneThrottleAtRandomIsNotLearned: a throttle that has nothing to do
+// with the number's pace (a burst of other traffic on it, as the SMS
+// sandbox rehearses) lowers the limit for a while, but is neither learned
+// nor reported, and probing takes the number back to its ceiling.
+func TestOneThrottleAtRandomIsNotLearned(t *testing.T) {
+	p := throttledAtRandom(t, 30*time.Second, []int{60}, func(*Pacer) {}, func(p *Pacer) {
+		if p.Limit("A") >= 10 {
+			t.Fatalf("the throttle left the limit at %v", p.Limit("A"))
+		}
+	})
 	if l := p.Learned("A"); l != 10 {
 		t.Errorf("learned %v, want the ceiling", l)
 	}
@@ -703,29 +719,13 @@ func TestOneThrottleAtRandomIsNotLearned(t *testing.T) {
 // happen to show the same limit, with the number back at its ceiling in
 // between, are two first showings, not a limit learned.
 func TestShowingsApartByACeilingDoNotAgree(t *testing.T) {
-	p := New(10)
-	now := t0
-	for sent := 0; now.Before(t0.Add(60 * time.Second)); {
-		s, wait, ok := p.Reserve("A", now)
-		now = now.Add(wait)
-		if !ok {
-			continue
+	first := true
+	p := throttledAtRandom(t, 60*time.Second, []int{60, 460}, func(p *Pacer) {
+		if !first && p.Limit("A") != 10 {
+			t.Fatalf("limit %v before the second throttle, want back at the ceiling", p.Limit("A"))
 		}
-		sent++
-		if sent == 55 || sent == 455 {
-			now = now.Add(600 * time.Millisecond) // nothing to send for a while
-		}
-		v := Counted
-		if sent == 60 || sent == 460 { // about 6 s and 46 s in: the second before holds 4
-			v = Throttled
-			if sent == 460 && p.Limit("A") != 10 {
-				t.Fatalf("limit %v before the second throttle, want back at the ceiling", p.Limit("A"))
-			}
-		}
-		if c, ok := p.Answered(s, v, now.Add(50*time.Millisecond)); ok {
-			t.Fatalf("reported %+v", c)
-		}
-	}
+		first = false
+	}, func(*Pacer) {})
 	if l := p.Learned("A"); l != 10 {
 		t.Errorf("learned %v, want the ceiling", l)
 	}
