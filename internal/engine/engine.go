@@ -149,7 +149,7 @@ type Config struct {
 	ThrottleBase  time.Duration // default 2s
 	ThrottleMax   time.Duration // default 256s
 
-	BackoffBase  time.Duration  // first transient retry delay bound; default 1s
+	BackoffBase  time.Duration  // first transient retry delay bound while such errors are common (see calm); default 1s
 	BackoffMax   time.Duration  // default 5m
 	PairBase     time.Duration  // pair-limit retries wait PairBase·4^(attempt-1), as Meta advises; default 1s
 	RetryHorizon time.Duration  // wait in the run for retries due within this; default 5m
@@ -220,11 +220,18 @@ type Engine struct {
 	fatal    error
 	pending  map[string]int // per sender: claimed but not yet recorded
 	recorded chan struct{}  // closed and replaced after each flush
+	// idling counts claimers with nothing due that wait for their rows'
+	// answers to be recorded: while one does, answers are recorded as
+	// they come, not a flush later (the end of a campaign, its retries).
+	idling   atomic.Int32
+	flushNow chan struct{} // a claimer began idling: record what is held
 
 	stopSender map[string]context.CancelFunc // set by Run before any send; stops one sender's claimer and dispatcher
 	rests      []Rest                        // senders rested, in order
 	restUntil  time.Time                     // no request leaves before this
 	restStop   bool                          // a rest beyond the horizon stopped the run
+
+	troubles map[string]*trouble // per sender, made by New
 
 	started                                         time.Time
 	sent, held, failed, retries, throttled, inDoubt atomic.Int64
@@ -271,6 +278,10 @@ func New(cfg Config) *Engine {
 		cfg.Observer = noObserver{}
 	}
 	total := cfg.Rate * float64(len(cfg.Senders))
+	troubles := make(map[string]*trouble, len(cfg.Senders))
+	for _, s := range cfg.Senders {
+		troubles[s] = &trouble{share: 1}
+	}
 	pacer := pace.New(cfg.Rate)
 	for s, l := range cfg.Learned {
 		pacer.Seed(s, l, time.Now())
@@ -283,6 +294,8 @@ func New(cfg Config) *Engine {
 		results:  make(chan done, 4096),
 		pending:  map[string]int{},
 		recorded: make(chan struct{}),
+		flushNow: make(chan struct{}, 1),
+		troubles: troubles,
 		started:  time.Now(), // set here: Stats may be read before Run starts
 	}
 }
@@ -550,6 +563,12 @@ func (e *Engine) idle(ctx context.Context, sender string) (bool, error) {
 	wait := e.recorded
 	e.mu.Unlock()
 	if inflight > 0 {
+		e.idling.Add(1)
+		defer e.idling.Add(-1)
+		select {
+		case e.flushNow <- struct{}{}:
+		default:
+		}
 		select {
 		case <-ctx.Done():
 		case <-wait:
@@ -665,6 +684,7 @@ func (noObserver) Waited(string, time.Duration) {}
 func (e *Engine) outcome(j Job, rc campaign.Receipt, err error, now time.Time) Result {
 	r := Result{Row: j.Row, At: now}
 	if err == nil {
+		e.calm(j.Sender, false)
 		e.unsentStreak.Store(0)
 		e.sent.Add(1)
 		if rc.Held {
@@ -683,6 +703,7 @@ func (e *Engine) outcome(j Job, rc campaign.Receipt, err error, now time.Time) R
 	if se.Class != campaign.NeverLeft {
 		e.unsentStreak.Store(0)
 	}
+	calm := e.calm(j.Sender, se.Class == campaign.Transient || se.Class == campaign.Unanswered || se.Class == campaign.NeverLeft)
 	restFor := se.RestFor
 	if se.Class == campaign.Paused && restFor <= 0 {
 		restFor = pauseWithoutLength
@@ -721,6 +742,12 @@ func (e *Engine) outcome(j Job, rc campaign.Receipt, err error, now time.Time) R
 		// Meta: retry after 4^X seconds.
 		return e.retry(r, j, se, now.Add(time.Duration(math.Pow(4, float64(j.Attempts-1))*float64(e.cfg.PairBase))))
 	case campaign.Transient:
+		// A lone error among accepted answers is the API's noise: waiting
+		// to retry it only makes a tail at the campaign's end. Common,
+		// they are the API in trouble, and retries back off.
+		if calm {
+			return e.retry(r, j, se, now)
+		}
 		return e.retry(r, j, se, now.Add(campaign.Backoff(j.Attempts, e.cfg.BackoffBase, e.cfg.BackoffMax, e.cfg.Jitter())))
 	case campaign.Permanent:
 		e.failed.Add(1)
@@ -737,6 +764,37 @@ func (e *Engine) outcome(j Job, rc campaign.Receipt, err error, now time.Time) R
 		r.Outcome = OutcomeInDoubt
 	}
 	return r
+}
+
+// Answers that show the API in trouble (a transient error, no answer, a
+// request that never left) are rare on a number below this share of its
+// recent answers; over it its transient errors back off.
+const rareTrouble = 0.1
+
+// trouble is the share of a number's answers that show the API in
+// trouble, a moving average over about its last 128 answers. It starts
+// at 1: a number is calm only once about 300 answers showed it (under a
+// second at 500/s), so an API failing from the start is backed off from.
+type trouble struct {
+	mu    sync.Mutex
+	share float64
+}
+
+// calm records whether an answer to a request of sender shows the API in
+// trouble, and reports whether such answers are rare on the number.
+func (e *Engine) calm(sender string, troubled bool) bool {
+	t := e.troubles[sender]
+	if t == nil {
+		return false
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	x := 0.0
+	if troubled {
+		x = 1
+	}
+	t.share += (x - t.share) / 128
+	return t.share < rareTrouble
 }
 
 func (e *Engine) retry(r Result, j Job, se *campaign.SendError, at time.Time) Result {
@@ -868,10 +926,12 @@ func (e *Engine) record() error {
 			}
 			batch = append(batch, d.Result)
 			senders = append(senders, d.sender)
-			if len(batch) >= maxBatch {
+			if len(batch) >= maxBatch || e.idling.Load() > 0 {
 				flush()
 			}
 		case <-tick.C:
+			flush()
+		case <-e.flushNow:
 			flush()
 		}
 	}

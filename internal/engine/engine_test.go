@@ -710,6 +710,77 @@ func TestRetriesWithinHorizonAreWaitedFor(t *testing.T) {
 	})
 }
 
+// TestTransientErrorsRetryAtOnceWhileRare: after 500 accepted answers, a
+// transient error now and then is retried at once, however long the
+// backoff; when they become common (the API in trouble), the rows back
+// off. The backoff here is half an hour, beyond the horizon: a row that
+// backs off is left pending by the run.
+func TestTransientErrorsRetryAtOnceWhileRare(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		fails      func(row int64) bool // its first attempt
+		sent, most int64                // rows sent, at least and at most
+	}{
+		{"rare", func(row int64) bool { return row > 500 && row%25 == 0 }, 1000, 1000},
+		// About 14 errors in a row take the share over a tenth: those rows
+		// are retried at once, the others wait.
+		{"common", func(row int64) bool { return row > 500 }, 505, 530},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				cp := checkpoint(1000, "A")
+				fs := &fakeSender{fn: func(m campaign.Message, call int) (campaign.Receipt, error) {
+					if call == 1 && tc.fails(m.Row) {
+						return campaign.Receipt{}, sendErr(campaign.Transient, 131000)
+					}
+					return accept(m, call)
+				}}
+				cfg := config(cp, fs, "A")
+				cfg.Concurrency = 1 // answers in row order
+				cfg.BackoffBase, cfg.BackoffMax, cfg.RetryHorizon = time.Hour, time.Hour, time.Minute
+				cfg.Jitter = func() float64 { return 0.5 }
+				if err := engine.New(cfg).Run(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+				c := cp.Counts()
+				if c.Sent < tc.sent || c.Sent > tc.most || c.Sent+c.Pending != 1000 {
+					t.Fatalf("counts = %+v, want %d to %d sent, the others pending", c, tc.sent, tc.most)
+				}
+			})
+		})
+	}
+}
+
+// TestIdleNumberDoesNotWaitForTheFlush: once a number has nothing due
+// but answers to come, they are recorded as they come, not at the next
+// batch flush: the retries they schedule go, and the run ends, at once.
+func TestIdleNumberDoesNotWaitForTheFlush(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cp := checkpoint(3, "A")
+		fs := &fakeSender{fn: func(m campaign.Message, call int) (campaign.Receipt, error) {
+			time.Sleep(200 * time.Millisecond)
+			if call == 1 && m.Row == 3 {
+				return campaign.Receipt{}, sendErr(campaign.Transient, 131000)
+			}
+			return accept(m, call)
+		}}
+		cfg := config(cp, fs, "A")
+		cfg.FlushEvery = 10 * time.Second
+		cfg.BackoffBase = time.Millisecond
+		start := time.Now()
+		if err := engine.New(cfg).Run(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if c := cp.Counts(); c.Sent != 3 {
+			t.Fatalf("counts = %+v, want 3 sent", c)
+		}
+		// Two round trips: the first answers, then the retry's.
+		if el := time.Since(start); el > 500*time.Millisecond {
+			t.Fatalf("the run took %v, want two round trips (400 ms)", el)
+		}
+	})
+}
+
 func TestRetriesBeyondHorizonEndTheRun(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		cp := checkpoint(5, "A")

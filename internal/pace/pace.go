@@ -12,14 +12,17 @@
 //     number); or, when that count is already at its pace, widens the
 //     headroom (the path bunches arrivals more than one message);
 //   - after a throttle it rests only until that second has drained;
-//   - a send the API refused (an error) does not count, so its slot is
-//     given back and a retry can ride in the gap;
+//   - a send the API refused (an error) does not count: while answers
+//     show a share refused, sends are booked faster by twice that share
+//     and the second's room holds them, so that the accepted ones keep
+//     the pace and retries ride in the room the errors left;
 //   - while no throttle comes it probes the limit back up, never above the
 //     ceiling;
 //   - it records when each send really left (Left): sends that a stalled
 //     process let go late and together hold the sends a second later, so
 //     no second of departures holds more than the pace rounded up (the
-//     limit itself below 50/s, where the headroom is under a message);
+//     limit itself below 50/s, where the headroom is under a message),
+//     with sends all but sure to be refused on top;
 //   - the first second goes with twice the headroom: its requests wait for
 //     new connections and arrive bunched.
 //
@@ -39,7 +42,7 @@ const (
 	probeAfter = 3 * time.Second // quiet time after a throttle before probing up
 	probeEvery = time.Second     // between probe steps; each step doubles
 	maxWiden   = 16              // headroom grows at most this many times
-	maxCredits = 0.05            // slots given back, at most this share of a second's sends
+	maxRefusal = 0.25            // sends are booked at most 1/(1-2×this) = twice as fast for refusals
 	warmUp     = time.Second     // the first sends' wider headroom lasts this long
 
 	// A throttle that the number's own pace does not explain rests it:
@@ -151,8 +154,6 @@ type number struct {
 	waiting int     // of which not answered yet
 	refusal float64 // share of answers that were refused (not counted), a moving average
 
-	credits      int // cost given back by refused sends
-	lastAt       time.Time
 	pausedUntil  time.Time
 	pause        time.Duration // the last rest for a throttle not of its pace
 	adjusted     time.Time     // sends that left before this belong to the last throttle episode
@@ -172,7 +173,7 @@ func (p *Pacer) number(from string) *number {
 	n, ok := p.numbers[from]
 	if !ok {
 		n = &number{ceiling: p.ceiling, limit: p.ceiling, learned: p.ceiling, widen: 1}
-		n.lim = rate.NewLimiter(n.pace(), 1)
+		n.lim = rate.NewLimiter(n.booked(), 1)
 		p.numbers[from] = n
 	}
 	return n
@@ -204,11 +205,31 @@ func (n *number) warm(now time.Time) {
 	default:
 		n.warmUntil, n.warmed = time.Time{}, now
 	}
-	n.lim.SetLimitAt(now, n.pace())
+	n.lim.SetLimitAt(now, n.booked())
 }
 
+// booked is the rate sends are booked at: the pace, faster by twice the
+// share of sends refused. Refused sends leave room in the second that the
+// accepted ones may take; booking just as much faster would leave none to
+// spare, so the room check (not the booking) holds sends at the pace.
+func (n *number) booked() rate.Limit {
+	p := n.pace()
+	if p == rate.Inf {
+		return p
+	}
+	return p / rate.Limit(1-2*min(n.refusal, maxRefusal))
+}
+
+// rebook sets the token bucket to booked, if it moved.
+func (n *number) rebook(now time.Time) {
+	if b := n.booked(); math.Abs(float64(b-n.lim.Limit())) > 0.001*float64(b) {
+		n.lim.SetLimitAt(now, b)
+	}
+}
+
+// interval is the time between two sends at the pace.
 func (n *number) interval() time.Duration {
-	l := n.lim.Limit()
+	l := n.pace()
 	if l == rate.Inf || l <= 0 {
 		return 0
 	}
@@ -260,15 +281,15 @@ func (n *number) record(from string, at time.Time, cost int) Send {
 	}
 	n.counted += cost
 	n.waiting += cost
-	n.lastAt = at
 	n.next += uint64(cost)
 	return s
 }
 
 // room reports whether a send of cost tokens leaving at leave keeps the
 // second before it within the number's pace; if not, when to try again. A
-// lone send larger than the pace still goes. The token bucket spaces
-// sends; this check holds the ones that would follow sends that left late
+// lone send larger than the pace still goes. This check, not the token
+// bucket, is what holds sends at the pace while some are refused (see
+// booked); it also holds the ones that would follow sends that left late
 // and together (a stalled process) into an over-full second.
 func (n *number) room(leave time.Time, cost int) (bool, time.Time) {
 	if math.IsInf(n.limit, 1) {
@@ -276,9 +297,12 @@ func (n *number) room(leave time.Time, cost int) (bool, time.Time) {
 	}
 	count, waiting, i := n.window(leave)
 	// Evenly spaced sends at a fractional pace put its ceiling in a
-	// second, which must pass; sends not answered yet that the answers so
-	// far show will be refused leave room too, up to the limit.
-	allowed := math.Ceil(float64(n.pace())-1e-9) + float64(waiting)*n.refusal
+	// second, which must pass. Sends not answered yet that will all but
+	// surely be refused leave room too, up to the limit: as many as the
+	// refusal share makes certain, not as many as it makes likely, or the
+	// headroom would be gone whenever fewer were refused, and bunched
+	// arrivals throttled (and the headroom widened for nothing).
+	allowed := math.Ceil(float64(n.pace())-1e-9) + float64(surelyRefused(float64(waiting)*n.refusal))
 	if count == 0 || float64(count+cost) <= min(allowed, n.limit) {
 		return true, time.Time{}
 	}
@@ -290,14 +314,25 @@ func (n *number) room(leave time.Time, cost int) (bool, time.Time) {
 	return true, time.Time{}
 }
 
-// gap reports whether a slot given back fits at leave: what the second
-// before holds, counting sends not answered yet as many as the answers so
-// far show will be accepted, keeps the headroom. Slots given back so fill
-// the number up to its pace, not to its limit.
-func (n *number) gap(leave time.Time, cost int) bool {
-	count, waiting, _ := n.window(leave)
-	expected := float64(count) - float64(waiting)*n.refusal
-	return expected+float64(cost) <= float64(n.pace())
+// surelyRefused is how many of the sends not answered yet are refused
+// with 99% certainty, when mean of them are on average: the 1% quantile
+// of a Poisson distribution of that mean (its normal approximation over
+// 100).
+func surelyRefused(mean float64) int {
+	switch {
+	case mean <= 0:
+		return 0
+	case mean > 100:
+		return int(mean - 2.33*math.Sqrt(mean))
+	}
+	p := math.Exp(-mean) // of none
+	k, below := 0, p     // below: of k or fewer
+	for below <= 0.01 {
+		k++
+		p *= mean / float64(k)
+		below += p
+	}
+	return k
 }
 
 // window returns the cost of the sends that count in the second before
@@ -356,18 +391,6 @@ func (p *Pacer) ReserveN(from string, now time.Time, cost int) (s Send, wait tim
 	n.warm(now)
 	if now.Before(n.pausedUntil) {
 		return Send{}, n.pausedUntil.Sub(now), false
-	}
-	// A slot given back by a refused send goes half-way between two
-	// regular ones, if the second at the API has room for it.
-	if step := n.interval(); n.credits >= cost && step > 0 {
-		leave := n.lastAt.Add(step / 2)
-		if leave.Before(now) {
-			leave = now
-		}
-		if n.gap(leave, cost) {
-			n.credits -= cost
-			return n.record(from, leave, cost), leave.Sub(now), true
-		}
 	}
 	first := n.lim.ReserveN(now, 1)
 	leave := now.Add(first.DelayFrom(now))
@@ -455,13 +478,12 @@ func (p *Pacer) Answered(s Send, v Verdict, now time.Time) (Change, bool) {
 	case Counted:
 		n.mark(s, accepted)
 		n.refusal -= n.refusal / 256
+		n.rebook(now)
 		n.probe(now)
 	case NotCounted:
 		n.mark(s, refused)
 		n.refusal += (1 - n.refusal) / 256
-		if now.Sub(n.lastThrottle) > time.Second && !math.IsInf(n.limit, 1) {
-			n.credits = min(n.credits+s.Cost, max(1, int(n.limit*maxCredits)))
-		}
+		n.rebook(now)
 	case Throttled:
 		n.throttled(s, now)
 	}
@@ -527,7 +549,6 @@ func (n *number) throttled(s Send, now time.Time) {
 			n.pause = min(2*n.pause, maxPause)
 		}
 		n.pausedUntil, n.adjusted = now.Add(n.pause), now
-		n.credits = 0
 		return
 	}
 	n.open, n.throttles, n.bunched = true, 1, false
@@ -561,9 +582,8 @@ func (n *number) throttled(s Send, now time.Time) {
 			n.set(i, presumed)
 		}
 	}
-	n.credits = 0
 	n.adjusted, n.lastRaise, n.raises = now, now, 0
-	n.lim.SetLimitAt(now, n.pace())
+	n.lim.SetLimitAt(now, n.booked())
 }
 
 // settle ends a throttle episode at the first answer to a send that left
@@ -581,7 +601,7 @@ func (n *number) settle() {
 	}
 	n.widen = min(n.widen*2, maxWiden)
 	n.limit, n.lowered = n.before, time.Time{}
-	n.lim.SetLimit(n.pace())
+	n.lim.SetLimit(n.booked())
 }
 
 // showed records a limit below the ceiling that a throttle episode
@@ -613,7 +633,7 @@ func (n *number) probe(now time.Time) {
 	}
 	n.raises++
 	n.lastRaise = now
-	n.lim.SetLimitAt(now, n.pace())
+	n.lim.SetLimitAt(now, n.booked())
 }
 
 // Seed starts from at a limit learned before (an earlier run of the
@@ -628,7 +648,7 @@ func (p *Pacer) Seed(from string, limit float64, now time.Time) {
 	}
 	n.limit, n.learned, n.shown = limit, limit, limit
 	n.lastThrottle, n.lastRaise, n.adjusted = now, now, now
-	n.lim.SetLimitAt(now, n.pace())
+	n.lim.SetLimitAt(now, n.booked())
 }
 
 // Rate returns the pace from is sent at now, per second (headroom and

@@ -414,23 +414,54 @@ func TestBunchingWidensHeadroom(t *testing.T) {
 	}
 }
 
-// TestRefusedSendsGiveTheirSlotBack: 5% of requests are refused with an
-// error the API does not count; their slots are given back, so accepted
-// messages still arrive at the pace.
-func TestRefusedSendsGiveTheirSlotBack(t *testing.T) {
-	a := newAPI(t, 500, 200*time.Millisecond, fixed(map[string]int{"A": 500}))
-	a.fail = 0.05
-	a.run(20*time.Second, "A")
-	if a.throttle["A"] != 0 {
-		t.Errorf("%d throttled", a.throttle["A"])
+// TestRefusedSendsLeaveRoom: a share of requests is refused with an error
+// the API does not count; the accepted ones still keep the number's
+// second full, with no throttle, and with arrivals bunched by ±10 ms a
+// handful at most.
+func TestRefusedSendsLeaveRoom(t *testing.T) {
+	for _, tc := range []struct {
+		fail   float64
+		jitter time.Duration
+		d      time.Duration
+		want   float64 // accepted per second, at least
+		thr    int     // throttled, at most
+	}{
+		// Sends not answered yet count until their answer, less the one
+		// of the 5.2 (of 104) that will be refused on average that is
+		// all but sure: the second holds at most 499 sends, of which
+		// 499/(1+0.2×0.05/0.95) = 493.8 accepted.
+		{0.05, 0, 20 * time.Second, 491, 0},
+		{0.20, 0, 20 * time.Second, 470, 0},
+		// Bunched: counting on the 5.2 refusals the share makes likely,
+		// slots given back one by one between two sends had 10 throttles
+		// and 481.8/s (its headroom widened 16 times).
+		{0.05, 10 * time.Millisecond, time.Minute, 487, 6},
+	} {
+		a := newAPI(t, 500, 200*time.Millisecond, fixed(map[string]int{"A": 500}))
+		a.fail, a.jitter = tc.fail, tc.jitter
+		a.run(tc.d, "A")
+		if th := a.throttle["A"]; th > tc.thr {
+			t.Errorf("%.0f%% refused, jitter %v: %d throttled, want ≤ %d", 100*tc.fail, tc.jitter, th, tc.thr)
+		}
+		if r := a.rate("A", 2*time.Second, tc.d); r < tc.want {
+			t.Errorf("%.0f%% refused, jitter %v: %.1f/s accepted, want ≥ %.0f", 100*tc.fail, tc.jitter, r, tc.want)
+		}
+		if a.failed["A"] == 0 {
+			t.Errorf("%.0f%% refused: no request was refused", 100*tc.fail)
+		}
 	}
-	// Sends not answered yet count until their answer: the 5% of them
-	// that will be refused cost about 1% of the limit.
-	if r := a.rate("A", 2*time.Second, 20*time.Second); r < 0.98*500 {
-		t.Errorf("%.1f/s accepted with 5%% refused, want ≥ %.1f", r, 0.98*500)
-	}
-	if a.failed["A"] == 0 {
-		t.Error("no request was refused")
+}
+
+func TestSurelyRefused(t *testing.T) {
+	// The 1% quantile of a Poisson distribution of the mean: P(X < k) ≤ 1%
+	// < P(X ≤ k).
+	for _, tc := range []struct {
+		mean float64
+		want int
+	}{{0, 0}, {-1, 0}, {2, 0}, {5.2, 1}, {10.5, 4}, {50, 34}, {100, 77}, {400, 353}} {
+		if got := surelyRefused(tc.mean); got != tc.want {
+			t.Errorf("surelyRefused(%v) = %d, want %d", tc.mean, got, tc.want)
+		}
 	}
 }
 
