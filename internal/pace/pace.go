@@ -286,29 +286,44 @@ func (n *number) record(from string, at time.Time, cost int) Send {
 }
 
 // room reports whether a send of cost tokens leaving at leave keeps the
-// second before it within the number's pace; if not, when to try again. A
-// lone send larger than the pace still goes. This check, not the token
-// bucket, is what holds sends at the pace while some are refused (see
-// booked); it also holds the ones that would follow sends that left late
-// and together (a stalled process) into an over-full second.
+// second before each of its tokens within the number's pace; if not, when
+// to try again. The tokens after the first are owed an interval apart (the
+// parts of an SMS, which the carrier passes on one by one), so each is
+// looked at in its own second. A lone send larger than the pace still
+// goes. This check, not the token bucket, is what holds sends at the pace
+// while some are refused (see booked); it also holds the ones that would
+// follow sends that left late and together (a stalled process) into an
+// over-full second.
 func (n *number) room(leave time.Time, cost int) (bool, time.Time) {
 	if math.IsInf(n.limit, 1) {
 		return true, time.Time{}
 	}
-	count, waiting, i := n.window(leave)
-	// Evenly spaced sends at a fractional pace put its ceiling in a
-	// second, which must pass. Sends not answered yet that will all but
-	// surely be refused leave room too, up to the limit: as many as the
-	// refusal share makes certain, not as many as it makes likely, or the
-	// headroom would be gone whenever fewer were refused, and bunched
-	// arrivals throttled (and the headroom widened for nothing).
-	allowed := math.Ceil(float64(n.pace())-1e-9) + float64(surelyRefused(float64(waiting)*n.refusal))
-	if count == 0 || float64(count+cost) <= min(allowed, n.limit) {
-		return true, time.Time{}
-	}
-	for ; i < len(n.log); i++ {
-		if e := n.log[i]; e.counts() {
-			return false, e.at.Add(time.Second)
+	step := n.interval()
+	for k := range cost {
+		at := leave.Add(time.Duration(k) * step)
+		count, waiting, i := n.window(at)
+		// Evenly spaced sends at a fractional pace put its ceiling in a
+		// second, which must pass. Sends not answered yet that will all
+		// but surely be refused leave room too, up to the limit: as many
+		// as the refusal share makes certain, not as many as it makes
+		// likely, or the headroom would be gone whenever fewer were
+		// refused, and bunched arrivals throttled (and the headroom
+		// widened for nothing).
+		allowed := math.Ceil(float64(n.pace())-1e-9) + float64(surelyRefused(float64(waiting)*n.refusal))
+		// This send's own tokens in that second: k and those before it
+		// less than a second earlier.
+		own := k + 1
+		if step > 0 {
+			own = min(k, int(math.Ceil(float64(time.Second)/float64(step)))-1) + 1
+		}
+		if count == 0 || float64(count+own) <= min(allowed, n.limit) {
+			continue
+		}
+		for ; i < len(n.log); i++ {
+			if e := n.log[i]; e.counts() {
+				// When the oldest of that second has left it.
+				return false, e.at.Add(time.Second - time.Duration(k)*step)
+			}
 		}
 	}
 	return true, time.Time{}

@@ -102,6 +102,50 @@ func TestReserveNOwesTheRest(t *testing.T) {
 	}
 }
 
+// TestPartsKeepThePace: SMS of 1, 2 and 3 parts at 10 parts/s, the parts
+// passed on by the carrier 1/10 s apart: the sends reach 98% of 10 parts/s
+// (the pace) and no second holds more than 10 parts. Looking at all of a
+// send's parts in the second before its first, 8.41 parts/s.
+func TestPartsKeepThePace(t *testing.T) {
+	p := New(10)
+	rng := rand.New(rand.NewPCG(3, 4))
+	now := t0
+	var charges []time.Time
+	first, last, lastCost, parts := time.Time{}, time.Time{}, 0, 0
+	for now.Before(t0.Add(60 * time.Second)) {
+		cost := 1 + rng.IntN(3)
+		var s Send
+		for {
+			var wait time.Duration
+			var ok bool
+			s, wait, ok = p.ReserveN("A", now, cost)
+			if ok {
+				break
+			}
+			now = now.Add(wait)
+		}
+		p.Answered(s, Counted, s.At)
+		for k := range cost {
+			charges = append(charges, s.At.Add(time.Duration(k)*100*time.Millisecond))
+		}
+		if first.IsZero() {
+			first = s.At
+		}
+		last, lastCost = s.At, cost
+		parts += cost
+		now = s.At
+	}
+	sortTimes(charges)
+	if w := maxWindow(charges); w > 10 {
+		t.Errorf("a second held %d parts, want ≤ 10", w)
+	}
+	r := float64(parts-lastCost) / last.Sub(first).Seconds()
+	if r < 0.999*Paced(10) {
+		t.Errorf("%.2f parts/s, want ≥ %.2f", r, 0.999*Paced(10))
+	}
+	t.Logf("%.3f parts/s", r)
+}
+
 // api is a strict sliding-second limit per number, fed by senders that send
 // whenever the pacer allows, in simulated time, as the sandbox does it:
 // requests arrive a millisecond after they leave (plus up to ±jitter), are
