@@ -96,7 +96,7 @@ const (
 	Unanswered  Class = iota
 	NeverLeft         // the request never left this machine: safe to send again
 	Permanent         // this recipient failed for good; the run goes on
-	Transient         // refused for now: retry this recipient with backoff
+	Transient         // refused for now: retry this recipient (at once while rare, else with backoff)
 	Throttled         // the sender is over its rate: slow it, retry without spending an attempt
 	PairLimited       // too many messages to this recipient: retry it later
 	Fatal             // no row can succeed (token, template, account): stop the run

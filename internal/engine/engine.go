@@ -220,10 +220,11 @@ type Engine struct {
 	fatal    error
 	pending  map[string]int // per sender: claimed but not yet recorded
 	recorded chan struct{}  // closed and replaced after each flush
-	// idling counts claimers with nothing due that wait for their rows'
-	// answers to be recorded: while one does, answers are recorded as
-	// they come, not a flush later (the end of a campaign, its retries).
-	idling   atomic.Int32
+	// idling is, per sender, whether its claimer has nothing due and waits
+	// for its rows' answers to be recorded: while it does, that sender's
+	// answers are recorded as they come, not a flush later (the end of a
+	// campaign, its retries). Made by New.
+	idling   map[string]*atomic.Bool
 	flushNow chan struct{} // a claimer began idling: record what is held
 
 	stopSender map[string]context.CancelFunc // set by Run before any send; stops one sender's claimer and dispatcher
@@ -279,8 +280,10 @@ func New(cfg Config) *Engine {
 	}
 	total := cfg.Rate * float64(len(cfg.Senders))
 	troubles := make(map[string]*trouble, len(cfg.Senders))
+	idling := make(map[string]*atomic.Bool, len(cfg.Senders))
 	for _, s := range cfg.Senders {
 		troubles[s] = &trouble{share: 1}
+		idling[s] = &atomic.Bool{}
 	}
 	pacer := pace.New(cfg.Rate)
 	for s, l := range cfg.Learned {
@@ -296,6 +299,7 @@ func New(cfg Config) *Engine {
 		recorded: make(chan struct{}),
 		flushNow: make(chan struct{}, 1),
 		troubles: troubles,
+		idling:   idling,
 		started:  time.Now(), // set here: Stats may be read before Run starts
 	}
 }
@@ -465,7 +469,7 @@ func (e *Engine) slot(ctx context.Context, sender string, cost int) (pace.Send, 
 	// gate or the pacer must hold this request too.
 	if ctx.Err() != nil || !e.RestUntil().IsZero() {
 		e.gate.giveBack()
-		e.pacer.Answered(slot, pace.NotCounted, time.Now())
+		e.pacer.Answered(slot, pace.Unsent, time.Now())
 		return pace.Send{}, false
 	}
 	// Only a request that leaves has waited: a stop or a rest is not a
@@ -563,8 +567,10 @@ func (e *Engine) idle(ctx context.Context, sender string) (bool, error) {
 	wait := e.recorded
 	e.mu.Unlock()
 	if inflight > 0 {
-		e.idling.Add(1)
-		defer e.idling.Add(-1)
+		if b := e.idling[sender]; b != nil {
+			b.Store(true)
+			defer b.Store(false)
+		}
 		select {
 		case e.flushNow <- struct{}{}:
 		default:
@@ -660,6 +666,8 @@ func (e *Engine) learn(slot pace.Send, err error, now time.Time) {
 			v = pace.Throttled
 		case campaign.Unanswered:
 			// It may have counted.
+		case campaign.NeverLeft:
+			v = pace.Unsent
 		default:
 			v = pace.NotCounted
 		}
@@ -926,7 +934,7 @@ func (e *Engine) record() error {
 			}
 			batch = append(batch, d.Result)
 			senders = append(senders, d.sender)
-			if len(batch) >= maxBatch || e.idling.Load() > 0 {
+			if b := e.idling[d.sender]; len(batch) >= maxBatch || b != nil && b.Load() {
 				flush()
 			}
 		case <-tick.C:

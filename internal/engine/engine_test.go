@@ -722,8 +722,8 @@ func TestTransientErrorsRetryAtOnceWhileRare(t *testing.T) {
 		sent, most int64                // rows sent, at least and at most
 	}{
 		{"rare", func(row int64) bool { return row > 500 && row%25 == 0 }, 1000, 1000},
-		// About 14 errors in a row take the share over a tenth: those rows
-		// are retried at once, the others wait.
+		// About a dozen errors in a row take the share over a tenth: those
+		// rows are retried at once, the others wait.
 		{"common", func(row int64) bool { return row > 500 }, 505, 530},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -13,9 +13,9 @@
 //     headroom (the path bunches arrivals more than one message);
 //   - after a throttle it rests only until that second has drained;
 //   - a send the API refused (an error) does not count: while answers
-//     show a share refused, sends are booked faster by twice that share
-//     and the second's room holds them, so that the accepted ones keep
-//     the pace and retries ride in the room the errors left;
+//     show a share r refused, sends are booked at the pace ÷ (1 − 2r) and
+//     the second's room holds them, so that the accepted ones keep the
+//     pace and retries ride in the room the errors left;
 //   - while no throttle comes it probes the limit back up, never above the
 //     ceiling;
 //   - it records when each send really left (Left): sends that a stalled
@@ -60,11 +60,14 @@ type Verdict int
 const (
 	// Counted: accepted, or no answer (assume it counted).
 	Counted Verdict = iota
-	// NotCounted: refused with an error other than a throttle, or never
-	// sent: the API did not count it, and its slot is given back.
+	// NotCounted: refused with an error other than a throttle: the API
+	// did not count it, and the share refused rises (see booked).
 	NotCounted
 	// Throttled: refused for the number's throughput (130429).
 	Throttled
+	// Unsent: never reached the API (a stop came first, the network
+	// failed): it did not count, and says nothing of the share refused.
+	Unsent
 )
 
 // Send is a send slot handed out by the pacer: pass it back to Answered
@@ -145,6 +148,8 @@ type number struct {
 	// headroom is doubled. warmed is when that ended.
 	warmUntil, warmed time.Time
 
+	clock time.Time // the latest instant given to lim
+
 	log     []entry // sends of the last two seconds, oldest first
 	head    int     // log[head:] is kept
 	win     int     // log[win:] left within the last second
@@ -205,13 +210,14 @@ func (n *number) warm(now time.Time) {
 	default:
 		n.warmUntil, n.warmed = time.Time{}, now
 	}
-	n.lim.SetLimitAt(now, n.booked())
+	n.setLimit(now)
 }
 
-// booked is the rate sends are booked at: the pace, faster by twice the
-// share of sends refused. Refused sends leave room in the second that the
-// accepted ones may take; booking just as much faster would leave none to
-// spare, so the room check (not the booking) holds sends at the pace.
+// booked is the rate sends are booked at: the pace ÷ (1 − 2r), r the
+// share of sends refused (at most maxRefusal). Refused sends leave room in
+// the second that the accepted ones may take; booking at the pace ÷ (1 − r)
+// would leave none to spare, so the room check (not the booking) holds
+// sends at the pace.
 func (n *number) booked() rate.Limit {
 	p := n.pace()
 	if p == rate.Inf {
@@ -223,8 +229,20 @@ func (n *number) booked() rate.Limit {
 // rebook sets the token bucket to booked, if it moved.
 func (n *number) rebook(now time.Time) {
 	if b := n.booked(); math.Abs(float64(b-n.lim.Limit())) > 0.001*float64(b) {
-		n.lim.SetLimitAt(now, b)
+		n.setLimit(now)
 	}
+}
+
+// setLimit sets the token bucket to booked at now, or at the latest
+// instant it was given if later: callers take now before the pacer's lock,
+// so instants may come out of order, and the bucket would count the time
+// between them twice.
+func (n *number) setLimit(now time.Time) {
+	if now.Before(n.clock) {
+		now = n.clock
+	}
+	n.clock = now
+	n.lim.SetLimitAt(now, n.booked())
 }
 
 // interval is the time between two sends at the pace.
@@ -335,9 +353,10 @@ func (n *number) room(leave time.Time, cost int) (bool, time.Time) {
 // 100).
 func surelyRefused(mean float64) int {
 	switch {
-	case mean <= 0:
+	case !(mean > 0): // NaN too
 		return 0
 	case mean > 100:
+		mean = min(mean, 1e12)
 		return int(mean - 2.33*math.Sqrt(mean))
 	}
 	p := math.Exp(-mean) // of none
@@ -393,8 +412,9 @@ func (n *number) set(i int, to state) {
 // ReserveN books the next send slot for from at instant now for a send of
 // cost tokens (an SMS of cost parts; below 1 is 1) and returns how long to
 // wait before using it. The send leaves when its first token is due and
-// the others are owed after it: with a burst of one, a 3-part SMS at 1
-// part/s leaves at once and the next one 3 s later. While the number rests
+// the others are owed after it, an interval of the pace apart: with a
+// burst of one, a 3-part SMS at 1 part/s leaves at once and the next one
+// 3 s later (sooner while some sends are refused: see booked). While the number rests
 // (after a throttle, or its last second is full) it books nothing and
 // returns ok false with the rest: call again after waiting.
 func (p *Pacer) ReserveN(from string, now time.Time, cost int) (s Send, wait time.Duration, ok bool) {
@@ -402,6 +422,9 @@ func (p *Pacer) ReserveN(from string, now time.Time, cost int) (s Send, wait tim
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	n := p.number(from)
+	if now.After(n.clock) {
+		n.clock = now
+	}
 	n.expire(now)
 	n.warm(now)
 	if now.Before(n.pausedUntil) {
@@ -415,7 +438,7 @@ func (p *Pacer) ReserveN(from string, now time.Time, cost int) (s Send, wait tim
 		// lateness does not carry over. Held longer (a rest after a
 		// throttle), it books nothing; so does a send of several tokens
 		// (an SMS of several parts), whose later parts the carrier passes
-		// on a slot apart: kept, the next slot would squeeze them.
+		// on an interval apart: kept, the next slot would squeeze them.
 		if again, _ := n.room(retry, cost); !again || cost > 1 || retry.Sub(leave) >= n.interval() {
 			first.CancelAt(now)
 			return Send{}, max(retry.Sub(now), time.Millisecond), false
@@ -487,7 +510,7 @@ func (p *Pacer) Answered(s Send, v Verdict, now time.Time) (Change, bool) {
 	defer p.mu.Unlock()
 	n := p.number(s.From)
 	if n.open && !s.At.Before(n.adjusted) {
-		n.settle()
+		n.settle(now)
 	}
 	switch v {
 	case Counted:
@@ -495,6 +518,8 @@ func (p *Pacer) Answered(s Send, v Verdict, now time.Time) (Change, bool) {
 		n.refusal -= n.refusal / 256
 		n.rebook(now)
 		n.probe(now)
+	case Unsent:
+		n.mark(s, refused)
 	case NotCounted:
 		n.mark(s, refused)
 		n.refusal += (1 - n.refusal) / 256
@@ -598,14 +623,14 @@ func (n *number) throttled(s Send, now time.Time) {
 		}
 	}
 	n.adjusted, n.lastRaise, n.raises = now, now, 0
-	n.lim.SetLimitAt(now, n.booked())
+	n.setLimit(now)
 }
 
 // settle ends a throttle episode at the first answer to a send that left
 // after it began. An episode at the number's pace with no more throttles
 // than a bunch explains was bunching: the limit is restored and the
 // headroom doubled, for the rest of the run.
-func (n *number) settle() {
+func (n *number) settle(now time.Time) {
 	n.open = false
 	if !n.bunched {
 		return
@@ -616,7 +641,7 @@ func (n *number) settle() {
 	}
 	n.widen = min(n.widen*2, maxWiden)
 	n.limit, n.lowered = n.before, time.Time{}
-	n.lim.SetLimit(n.booked())
+	n.setLimit(now)
 }
 
 // showed records a limit below the ceiling that a throttle episode
@@ -648,7 +673,7 @@ func (n *number) probe(now time.Time) {
 	}
 	n.raises++
 	n.lastRaise = now
-	n.lim.SetLimitAt(now, n.booked())
+	n.setLimit(now)
 }
 
 // Seed starts from at a limit learned before (an earlier run of the
@@ -663,7 +688,7 @@ func (p *Pacer) Seed(from string, limit float64, now time.Time) {
 	}
 	n.limit, n.learned, n.shown = limit, limit, limit
 	n.lastThrottle, n.lastRaise, n.adjusted = now, now, now
-	n.lim.SetLimitAt(now, n.booked())
+	n.setLimit(now)
 }
 
 // Rate returns the pace from is sent at now, per second (headroom and

@@ -496,13 +496,40 @@ func TestRefusedSendsLeaveRoom(t *testing.T) {
 	}
 }
 
+// TestUnsentSaysNothingOfRefusals: sends that never reached the API (a
+// stop, a network failure) do not raise the share refused, which books
+// sends faster and lets the second fill further.
+func TestUnsentSaysNothingOfRefusals(t *testing.T) {
+	for _, tc := range []struct {
+		v       Verdict
+		refused bool
+	}{{Unsent, false}, {NotCounted, true}} {
+		p := New(100)
+		now := t0
+		for range 100 {
+			s, wait, ok := p.Reserve("A", now)
+			now = now.Add(wait)
+			if ok {
+				p.Answered(s, tc.v, now)
+			}
+		}
+		n := p.numbers["A"]
+		if got := n.refusal > 0; got != tc.refused {
+			t.Errorf("verdict %d: refusal share %.3f after 100 answers", tc.v, n.refusal)
+		}
+		if got := float64(n.lim.Limit()) > float64(n.pace()); got != tc.refused {
+			t.Errorf("verdict %d: booked at %.1f/s, pace %.1f/s", tc.v, float64(n.lim.Limit()), float64(n.pace()))
+		}
+	}
+}
+
 func TestSurelyRefused(t *testing.T) {
 	// The 1% quantile of a Poisson distribution of the mean: P(X < k) ≤ 1%
 	// < P(X ≤ k).
 	for _, tc := range []struct {
 		mean float64
 		want int
-	}{{0, 0}, {-1, 0}, {2, 0}, {5.2, 1}, {10.5, 4}, {50, 34}, {100, 77}, {400, 353}} {
+	}{{0, 0}, {-1, 0}, {math.NaN(), 0}, {2, 0}, {5.2, 1}, {10.5, 4}, {50, 34}, {100, 77}, {400, 353}, {math.Inf(1), 999997670000}} {
 		if got := surelyRefused(tc.mean); got != tc.want {
 			t.Errorf("surelyRefused(%v) = %d, want %d", tc.mean, got, tc.want)
 		}
