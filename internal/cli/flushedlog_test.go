@@ -1,35 +1,15 @@
 package cli
 
 import (
-	"bytes"
 	"errors"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
 
-// lockedBuffer is a bytes.Buffer safe to read while flushedLog writes.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // A flushedLog shows its lines within a tick, and all of them after Flush.
 func TestFlushedLog(t *testing.T) {
-	var out lockedBuffer
+	var out syncBuffer // crash_test.go
 	l := newFlushedLog(&out)
 	l.Write([]byte("one\n"))
 	deadline := time.Now().Add(10 * logFlushInterval)
