@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -168,11 +169,54 @@ type smsEvent struct {
 	Context     map[string]string `json:"context"`
 }
 
+// departures records the attempts the engine made: when each left.
+type departures struct {
+	mu sync.Mutex
+	a  []engine.Attempt
+}
+
+func (d *departures) Attempted(a engine.Attempt) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.a = append(d.a, a)
+}
+
+func (*departures) Waited(string, time.Duration) {}
+
+// mostParts is the most parts that the requests of sender put in one second
+// by when they left, whatever their answer, charged as the sandbox's
+// budget charges them: a k-part message leaving at t charges t, t + 1/mps,
+// … (mps whole). It is what a client's pacing alone is answerable for:
+// arrivals add the loopback's and the scheduler's delays, which bunch
+// requests that left evenly spaced, and a stall of this machine can make
+// the sandbox throttle a client that kept its pace.
+func (r *smsRun) mostParts(sender string, mps int) int {
+	var charges []time.Time
+	for _, a := range r.attempts.a {
+		if a.Sender != sender {
+			continue
+		}
+		for j := range r.rows[a.Row-1].parts {
+			charges = append(charges, a.At.Add(time.Duration(j)*time.Second/time.Duration(mps)))
+		}
+	}
+	slices.SortFunc(charges, time.Time.Compare)
+	most, lo := 0, 0
+	for hi, c := range charges {
+		for !charges[lo].After(c.Add(-time.Second)) {
+			lo++
+		}
+		most = max(most, hi-lo+1)
+	}
+	return most
+}
+
 // smsRun is one campaign sent to one sandbox, and what came of it.
 type smsRun struct {
 	rows     []smsRow
 	st       *store.Store
 	sends    *sendCounter
+	attempts *departures
 	stats    smssandbox.Stats
 	counts   campaign.Counts
 	report   store.Report
@@ -245,7 +289,8 @@ func sendSMS(t *testing.T, rows []smsRow, sbCfg smssandbox.Config, cfg engine.Co
 	if client.Text, err = smstext.New(smsText, smsColumns); err != nil {
 		t.Fatal(err)
 	}
-	cfg.Checkpoint, cfg.Sender, cfg.Senders, cfg.CampaignID = st, client, senders, "c1"
+	attempts := &departures{}
+	cfg.Checkpoint, cfg.Sender, cfg.Senders, cfg.CampaignID, cfg.Observer = st, client, senders, "c1", attempts
 	start := time.Now()
 	if err := engine.New(cfg).Run(ctx); err != nil {
 		t.Fatalf("Run: %v", err)
@@ -253,7 +298,7 @@ func sendSMS(t *testing.T, rows []smsRow, sbCfg smssandbox.Config, cfg engine.Co
 	took := time.Since(start)
 	stop()
 
-	r := &smsRun{rows: rows, st: st, sends: sends, stats: sb.Stats(), exported: map[int64]store.ExportRow{}, events: map[int64][]smsEvent{}, took: took}
+	r := &smsRun{rows: rows, st: st, sends: sends, attempts: attempts, stats: sb.Stats(), exported: map[int64]store.ExportRow{}, events: map[int64][]smsEvent{}, took: took}
 	if r.counts, err = st.Counts(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -321,10 +366,16 @@ var identities = []string{"+12065550101", "+12065550102", "+12065550103", "+1206
 
 // TestSMSPartsPerIdentityStayWithinMPS: four identities of 10 parts a
 // second, a client at 10, rows of one, two and three parts in GSM-7 and
-// UCS-2: every row is sent and no sliding second of any identity holds
-// more than 10 parts; the sandbox never throttles. Its count of parts
-// accepted per identity, made by its own code, equals the sum of the
-// parts the client measured and stored for that identity's rows.
+// UCS-2: every row is sent, and by when its requests left no second of any
+// identity holds more than 10 parts. The sandbox's count of parts
+// accepted per identity, made by its own code, equals the sum of the parts
+// the client measured and stored for that identity's rows.
+//
+// What the sandbox throttled is logged, not asserted: a stall of this
+// machine (another test binary, the race detector's pauses) can hold one
+// request on its way and let it arrive with the next, and the sandbox
+// rightly throttles the second of them. TestSMSFasterThanMPSIsThrottled
+// shows both checks catch a client too fast.
 func TestSMSPartsPerIdentityStayWithinMPS(t *testing.T) {
 	const rows, mps = 200, 10
 	all := smsRows(t, rows, func(i int) string { return identities[i%len(identities)] })
@@ -334,11 +385,8 @@ func TestSMSPartsPerIdentityStayWithinMPS(t *testing.T) {
 	if r.counts.Sent != rows {
 		t.Fatalf("counts %+v: want all %d rows sent", r.counts, rows)
 	}
-	if r.stats.Throttled != 0 {
-		t.Errorf("the sandbox throttled %d requests (errors %v): the client sent faster than %d parts a second", r.stats.Throttled, r.stats.Errors, mps)
-	}
 	parts := map[string]int64{} // per identity, as the client stored them
-	total := int64(0)
+	total, budget := int64(0), int64(0)
 	for _, e := range r.exported {
 		parts[e.Sender] += int64(e.Parts)
 		total += int64(e.Parts)
@@ -348,22 +396,30 @@ func TestSMSPartsPerIdentityStayWithinMPS(t *testing.T) {
 	}
 	for _, id := range identities {
 		s := r.stats.Identities[id]
-		t.Logf("%s: %d messages, %d parts, at most %d parts in a second, %d budget throttles",
-			id, s.Accepted, s.AcceptedParts, s.MaxWindowParts, s.BudgetThrottles)
-		if s.BudgetThrottles != 0 || s.MaxWindowParts > mps {
-			t.Errorf("%s: %d budget throttles, %d parts in one second: over its %d parts a second", id, s.BudgetThrottles, s.MaxWindowParts, mps)
+		left := r.mostParts(id, mps)
+		budget += s.BudgetThrottles
+		t.Logf("%s: %d messages, %d parts, at most %d parts in a second as they left, %d as they arrived, %d budget throttles",
+			id, s.Accepted, s.AcceptedParts, left, s.MaxWindowParts, s.BudgetThrottles)
+		if left > mps {
+			t.Errorf("%s: %d parts in one second by when they left: over its %d parts a second", id, left, mps)
+		}
+		if s.MaxWindowParts > mps {
+			t.Errorf("%s: the sandbox accepted %d parts in one second, over its budget of %d", id, s.MaxWindowParts, mps)
 		}
 		// Against a client too slow to prove anything: it should fill the
 		// window, bar a part lost to a late request.
-		if s.MaxWindowParts < mps-2 {
-			t.Errorf("%s: at most %d parts in a second: the client never ran near %d", id, s.MaxWindowParts, mps)
+		if left < mps-2 {
+			t.Errorf("%s: at most %d parts in a second: the client never ran near %d", id, left, mps)
 		}
 		if s.AcceptedParts != parts[id] {
 			t.Errorf("%s: the sandbox counted %d parts accepted, the client stored %d", id, s.AcceptedParts, parts[id])
 		}
 	}
+	if budget != r.stats.Throttled {
+		t.Errorf("%d budget throttles of %d throttles: nothing else should throttle", budget, r.stats.Throttled)
+	}
 	r.checkBuckets(t)
-	t.Logf("%d rows, %d parts in %v", rows, total, r.took.Round(time.Millisecond))
+	t.Logf("%d rows, %d parts in %v, %d throttled", rows, total, r.took.Round(time.Millisecond), budget)
 }
 
 // TestSMSFasterThanMPSIsThrottled is the converse: the same campaign at
@@ -376,17 +432,23 @@ func TestSMSFasterThanMPSIsThrottled(t *testing.T) {
 	r := sendSMS(t, all, smssandbox.Config{Seed: 1, MPS: mps, Latency: 10 * time.Millisecond, Jitter: 5 * time.Millisecond},
 		engine.Config{Rate: 12, ThrottleTries: 5, ThrottleBase: 10 * time.Millisecond, ThrottleMax: 100 * time.Millisecond}, 10*time.Second)
 
-	budget := int64(0)
+	budget, over := int64(0), false
 	for _, id := range identities {
 		s := r.stats.Identities[id]
 		budget += s.BudgetThrottles
-		t.Logf("%s: %d messages, %d parts, at most %d parts in a second, %d budget throttles", id, s.Accepted, s.AcceptedParts, s.MaxWindowParts, s.BudgetThrottles)
+		left := r.mostParts(id, mps)
+		over = over || left > mps
+		t.Logf("%s: %d messages, %d parts, at most %d parts in a second as they left, %d accepted as they arrived, %d budget throttles",
+			id, s.Accepted, s.AcceptedParts, left, s.MaxWindowParts, s.BudgetThrottles)
 		if s.MaxWindowParts > mps {
 			t.Errorf("%s: %d parts in one second accepted, over %d", id, s.MaxWindowParts, mps)
 		}
 	}
 	if budget == 0 {
 		t.Fatalf("no budget throttle at 12 parts a second against %d: the sandbox would not catch a client too fast", mps)
+	}
+	if !over {
+		t.Errorf("no identity sent more than %d parts in a second at 12 parts a second: the departures would not catch a client too fast", mps)
 	}
 	if budget != r.stats.Throttled {
 		t.Errorf("%d budget throttles of %d throttles: nothing else should throttle", budget, r.stats.Throttled)
@@ -436,7 +498,10 @@ func TestSMSThrottleTriesThenExhausted(t *testing.T) {
 		}
 		return fine
 	})
-	r := sendSMS(t, all, smssandbox.Config{Seed: 2, MPS: 20, Latency: 5 * time.Millisecond, ThrottleAlways: []string{throttled}},
+	// The budget is twice the client's rate: this test is about the tries,
+	// and a stall of the machine that bunched two of the other identity's
+	// requests must not throttle one.
+	r := sendSMS(t, all, smssandbox.Config{Seed: 2, MPS: 40, Latency: 5 * time.Millisecond, ThrottleAlways: []string{throttled}},
 		engine.Config{Rate: 20, ThrottleTries: 5, ThrottleBase: 2 * time.Millisecond, ThrottleMax: 20 * time.Millisecond}, 10*time.Second)
 
 	for i, row := range all {
