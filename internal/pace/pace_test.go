@@ -523,6 +523,39 @@ func TestUnsentSaysNothingOfRefusals(t *testing.T) {
 	}
 }
 
+// TestOverFullSecondOfItsOwnIsNotBunching: a throttle of a send whose
+// second held more than the pace by this number's own departures (a send
+// that left late, recorded after later ones were booked; or sends counted
+// as all but sure to be refused that were not) shows nothing of the limit
+// or of the path: no episode, no lower limit, no wider headroom. One whose
+// second held the pace, no more, opens an episode of bunching; so does one
+// below the ceiling (a limit learned, probed above), whose count may hold
+// sends the API throttled too.
+func TestOverFullSecondOfItsOwnIsNotBunching(t *testing.T) {
+	for _, tc := range []struct {
+		ceiling float64
+		held    int // sends accepted in the second before the throttled one
+		episode bool
+	}{{100, 100, false}, {100, 99, true}, {200, 100, true}} { // the pace is 99/s
+		p := New(tc.ceiling)
+		n := p.number("A")
+		n.limit = 100
+		step := 900 * time.Millisecond / time.Duration(tc.held)
+		for i := range tc.held {
+			n.mark(n.record("A", t0.Add(time.Duration(i)*step), 1), accepted)
+		}
+		leave := t0.Add(900 * time.Millisecond)
+		s := n.record("A", leave, 1)
+		p.Answered(s, Throttled, leave.Add(200*time.Millisecond))
+		if n.open != tc.episode {
+			t.Errorf("ceiling %v, %d held: episode %v, want %v", tc.ceiling, tc.held, n.open, tc.episode)
+		}
+		if !tc.episode && (n.limit != 100 || n.widen != 1) {
+			t.Errorf("ceiling %v, %d held: limit %v, headroom ×%v; want 100 and ×1", tc.ceiling, tc.held, n.limit, n.widen)
+		}
+	}
+}
+
 func TestSurelyRefused(t *testing.T) {
 	// The 1% quantile of a Poisson distribution of the mean: P(X < k) ≤ 1%
 	// < P(X ≤ k).
