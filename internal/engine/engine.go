@@ -53,7 +53,9 @@ type Checkpoint interface {
 // Sender sends one message and returns the provider's receipt. Its
 // errors should be *campaign.SendError: the class decides what becomes of
 // the row. Any other error is taken as Unanswered (in doubt), the only
-// safe guess.
+// safe guess. A Sender that can tell when its request was written calls
+// campaign.Departed with its ctx then: the pacer counts the request from
+// that instant (a new connection's dial delays it).
 type Sender interface {
 	Send(ctx context.Context, m campaign.Message) (campaign.Receipt, error)
 }
@@ -610,6 +612,7 @@ func (e *Engine) send(ctx context.Context, j Job, slot pace.Send, sends *sync.Wa
 	}
 	start := time.Now()
 	e.pacer.Left(slot, start)
+	ctx = campaign.WithDeparted(ctx, func(at time.Time) { e.pacer.Left(slot, at) })
 	e.requests.Add(1)
 	rc, err := e.cfg.Sender.Send(ctx, msg)
 	now := time.Now()

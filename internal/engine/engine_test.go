@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -844,6 +845,62 @@ func TestPacing(t *testing.T) {
 					t.Fatalf("sender %s: send %d came %v after the one before, want %v", sender, i, gap, want)
 				}
 			}
+		}
+	})
+}
+
+// dialingSender is a provider whose first requests wait for their new
+// connections (with Meta, a TLS handshake) before they are written: it
+// tells the engine when each request was written (campaign.Departed) and
+// keeps those instants.
+type dialingSender struct {
+	dialed int64         // rows up to this one wait for a connection
+	dial   time.Duration // how long
+	mu     sync.Mutex
+	left   []time.Time
+}
+
+func (d *dialingSender) Send(ctx context.Context, m campaign.Message) (campaign.Receipt, error) {
+	if m.Row <= d.dialed {
+		time.Sleep(d.dial)
+	}
+	now := time.Now()
+	campaign.Departed(ctx, now)
+	d.mu.Lock()
+	d.left = append(d.left, now)
+	d.mu.Unlock()
+	time.Sleep(50 * time.Millisecond)
+	return accept(m, 1)
+}
+
+// TestDialedSendsHoldTheOnesASecondLater: the first 20 requests of a
+// number at 100/s wait 150 ms for their connections and are written
+// together. The engine counts them from when they were written, so the
+// sends a second later wait for room: no second of requests as written
+// holds more than the pace, where counting them from when they began would
+// put about 114 in one.
+func TestDialedSendsHoldTheOnesASecondLater(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const rows, rate = 300, 100.0
+		ds := &dialingSender{dialed: 20, dial: 150 * time.Millisecond}
+		cfg := config(checkpoint(rows, "A"), ds, "A")
+		cfg.Rate, cfg.Concurrency = rate, 0
+		if err := engine.New(cfg).Run(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if len(ds.left) != rows {
+			t.Fatalf("%d requests written, want %d", len(ds.left), rows)
+		}
+		slices.SortFunc(ds.left, time.Time.Compare)
+		most, lo := 0, 0
+		for hi, at := range ds.left {
+			for !ds.left[lo].After(at.Add(-time.Second)) {
+				lo++
+			}
+			most = max(most, hi-lo+1)
+		}
+		if want := int(math.Ceil(pace.Paced(rate))); most > want {
+			t.Errorf("%d requests written within one second, want at most %d", most, want)
 		}
 	})
 }

@@ -77,6 +77,7 @@ type Send struct {
 	At   time.Time // when the send may leave
 	Cost int
 	seq  uint64
+	step time.Duration // between its tokens (the parts of an SMS)
 }
 
 // Change tells that throttles showed a number accepts less than its
@@ -292,8 +293,8 @@ func (n *number) index(seq uint64) int {
 // the later ones owed an interval apart, as a carrier passes the parts of
 // an SMS on.
 func (n *number) record(from string, at time.Time, cost int) Send {
-	s := Send{From: from, At: at, Cost: cost, seq: n.next}
 	step := n.interval()
+	s := Send{From: from, At: at, Cost: cost, seq: n.next, step: step}
 	for k := range cost {
 		n.log = append(n.log, entry{at: at.Add(time.Duration(k) * step), cost: 1})
 	}
@@ -479,25 +480,27 @@ func (p *Pacer) WaitN(ctx context.Context, from string, cost int) (Send, error) 
 	}
 }
 
-// Left records that s left at at, if later than booked: a process that
-// stalls (a garbage collection, a busy machine) sends late, and sends that
-// left late together fill a later second more than their booked times
-// say. Call it as the request leaves.
+// Left records that s left at at, if later than booked or than an earlier
+// call said: a process that stalls (a garbage collection, a busy machine)
+// sends late, and sends that left late together fill a later second more
+// than their booked times say. Call it as the request leaves; again, later,
+// when the request was written (a new connection's dial and handshake
+// delay it): only the latest instant counts.
 func (p *Pacer) Left(s Send, at time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	n := p.number(s.From)
-	late := at.Sub(s.At)
-	if late <= 0 {
-		return
-	}
 	for k := range uint64(max(s.Cost, 1)) {
 		// Only sends still in the last second's count: one booked more
 		// than a second before it left is out of the count already, and
 		// is not counted in the second it really left in (a process
 		// suspended that long; rare).
-		if i := n.index(s.seq + k); i >= n.win {
-			n.log[i].at = n.log[i].at.Add(late)
+		i := n.index(s.seq + k)
+		if i < n.win {
+			continue
+		}
+		if part := at.Add(time.Duration(k) * s.step); part.After(n.log[i].at) {
+			n.log[i].at = part
 		}
 	}
 }

@@ -755,6 +755,30 @@ func TestLateSendsHoldTheOnesASecondLater(t *testing.T) {
 	}
 }
 
+// TestLeftKeepsTheLatestDeparture: a send is told left twice, as its
+// goroutine starts and again when its request was written. The later
+// instant counts, whatever the order of the calls; the calls do not add up.
+// The parts of a send keep their interval.
+func TestLeftKeepsTheLatestDeparture(t *testing.T) {
+	p := New(10)
+	s, wait, ok := p.ReserveN("A", t0, 3)
+	if !ok || wait != 0 {
+		t.Fatalf("no slot at once: wait %v, ok %v", wait, ok)
+	}
+	n := p.number("A")
+	step := n.interval()
+	for _, tc := range []struct {
+		left, want time.Duration
+	}{{0, 0}, {50 * time.Millisecond, 50 * time.Millisecond}, {20 * time.Millisecond, 50 * time.Millisecond}, {80 * time.Millisecond, 80 * time.Millisecond}} {
+		p.Left(s, t0.Add(tc.left))
+		for k := range 3 {
+			if got, want := n.log[n.index(s.seq+uint64(k))].at, t0.Add(tc.want+time.Duration(k)*step); !got.Equal(want) {
+				t.Errorf("told left at +%v: part %d at +%v, want +%v", tc.left, k, got.Sub(t0), want.Sub(t0))
+			}
+		}
+	}
+}
+
 // TestFirstSecondHasWiderHeadroom: the first second's sends open new
 // connections and arrive bunched, so they go with twice the headroom; the
 // seconds after at the pace.

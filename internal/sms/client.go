@@ -193,16 +193,19 @@ type wroteKey struct{}
 
 // tracing records, for a request whose context carries a wroteKey flag,
 // whether the request was written: it is what tells a request that never
-// left (safe to send again) from one in doubt. It sits on the service
+// left (safe to send again) from one in doubt. It tells the engine when
+// (campaign.Departed). It sits on the service
 // client only, so the credential providers' own requests never set it.
 type tracing struct{ c *http.Client }
 
 func (t tracing) Do(r *http.Request) (*http.Response, error) {
 	if wrote, ok := r.Context().Value(wroteKey{}).(*atomic.Bool); ok {
-		r = r.WithContext(httptrace.WithClientTrace(r.Context(), &httptrace.ClientTrace{
+		ctx := r.Context()
+		r = r.WithContext(httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
 			WroteRequest: func(i httptrace.WroteRequestInfo) {
 				if i.Err == nil {
 					wrote.Store(true)
+					campaign.Departed(ctx, time.Now())
 				}
 			},
 		}))

@@ -7,6 +7,8 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -260,10 +262,21 @@ func TestSendTransport(t *testing.T) {
 			if tc.ctx != nil {
 				ctx = tc.ctx()
 			}
+			var told atomic.Int32
+			ctx = campaign.WithDeparted(ctx, func(time.Time) { told.Add(1) })
 			_, err = c.Send(ctx, msg)
 			var se *campaign.SendError
 			if !errors.As(err, &se) {
 				t.Fatalf("err = %v, want a *campaign.SendError", err)
+			}
+			// The engine paces by when a request was written: one that
+			// never left says nothing.
+			want := int32(1)
+			if tc.want == campaign.NeverLeft {
+				want = 0
+			}
+			if n := told.Load(); n != want {
+				t.Errorf("told written %d times (%v), want %d", n, se.Class, want)
 			}
 			if se.Class != tc.want || tc.title != "" && se.Title != tc.title {
 				t.Fatalf("class %v title %q, want %v %q (%v)", se.Class, se.Title, tc.want, tc.title, err)
@@ -272,6 +285,35 @@ func TestSendTransport(t *testing.T) {
 				t.Fatalf("error leaks the secret key: %v", err)
 			}
 		})
+	}
+}
+
+// TestSendTellsWhenWritten: an accepted Send tells the engine when its
+// request was written (campaign.Departed), once, before the answer.
+func TestSendTellsWhenWritten(t *testing.T) {
+	const think = 50 * time.Millisecond
+	f := newFake(t, func(w http.ResponseWriter, r *http.Request, op string, body map[string]any) {
+		time.Sleep(think)
+		sent(w, r, op, body)
+	})
+	c := newTestClient(t, f.srv.URL, 0)
+	c.Text = text(t)
+	var mu sync.Mutex
+	var told []time.Time
+	ctx := campaign.WithDeparted(context.Background(), func(at time.Time) {
+		mu.Lock()
+		defer mu.Unlock()
+		told = append(told, at)
+	})
+	start := time.Now()
+	if _, err := c.Send(ctx, msg); err != nil {
+		t.Fatal(err)
+	}
+	answered := time.Now()
+	mu.Lock()
+	defer mu.Unlock()
+	if len(told) != 1 || told[0].Before(start) || told[0].After(answered.Add(-think)) {
+		t.Fatalf("told written at %v after the send began; the answer came %v after it, the server took %v", told, answered.Sub(start), think)
 	}
 }
 

@@ -233,10 +233,12 @@ func (c *Client) post(ctx context.Context, path string, body []byte) (rc campaig
 		defer cancel()
 	}
 	var wrote atomic.Bool
+	outer := ctx // WithDeparted's, without the trace
 	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
 		WroteRequest: func(i httptrace.WroteRequestInfo) {
 			if i.Err == nil {
 				wrote.Store(true)
+				campaign.Departed(outer, time.Now())
 			}
 		},
 	})

@@ -9,7 +9,9 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -145,6 +147,50 @@ func TestDialFailureIsNotInDoubt(t *testing.T) {
 	var ae *APIError
 	if errors.As(err, &ae) {
 		t.Fatalf("err = %v is not an API answer", err)
+	}
+}
+
+// TestSendTellsWhenWritten: Send tells the engine when its request was
+// written (campaign.Departed), once, after the dial and before the answer;
+// a request that never left tells nothing.
+func TestSendTellsWhenWritten(t *testing.T) {
+	const think = 50 * time.Millisecond
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		time.Sleep(think)
+		answer(200, `{"messages":[{"id":"wamid.HBgLMTY1"}]}`, "")(w, r)
+	}))
+	defer srv.Close()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := "http://" + l.Addr().String()
+	l.Close()
+	for _, tc := range []struct {
+		url  string
+		told int
+	}{{srv.URL, 1}, {closed, 0}} {
+		var mu sync.Mutex
+		var told []time.Time
+		ctx := campaign.WithDeparted(context.Background(), func(at time.Time) {
+			mu.Lock()
+			defer mu.Unlock()
+			told = append(told, at)
+		})
+		c := &Client{BaseURL: tc.url, Version: "v23.0", Token: "tok", HTTP: NewHTTPClient(1)}
+		start := time.Now()
+		c.Send(ctx, msg)
+		answered := time.Now()
+		mu.Lock()
+		got := slices.Clone(told)
+		mu.Unlock()
+		if len(got) != tc.told {
+			t.Fatalf("%s: told written %d times, want %d", tc.url, len(got), tc.told)
+		}
+		if tc.told > 0 && (got[0].Before(start) || got[0].After(answered.Add(-think))) {
+			t.Errorf("told written %v after the send began, the answer came %v after it; want before the server's %v", got[0].Sub(start), answered.Sub(start), think)
+		}
 	}
 }
 
