@@ -18,8 +18,9 @@
 //     pace and retries ride in the room the errors left;
 //   - while no throttle comes it probes the limit back up, never above the
 //     ceiling;
-//   - it records when each send really left (Left): sends that a stalled
-//     process let go late and together hold the sends a second later, so
+//   - it records when each send really left (Left): sends that waited for
+//     a new connection, or that a stalled process let go late, and left
+//     together hold the sends a second later, so
 //     no second of departures holds more than the pace rounded up (the
 //     limit itself below 50/s, where the headroom is under a message),
 //     with sends all but sure to be refused on top;
@@ -257,10 +258,12 @@ func (n *number) interval() time.Duration {
 
 // expire moves the sends that left a second or more before now out of
 // the count, and drops those older than two seconds (a throttle answered
-// late still finds the second before its send).
+// late still finds the second before its send). Sends refused are passed
+// over whenever they left: Left can put a late one after sends booked
+// behind it, and once it counts no more it must not keep them counted.
 func (n *number) expire(now time.Time) {
 	cut := now.Add(-time.Second)
-	for n.win < len(n.log) && !n.log[n.win].at.After(cut) {
+	for n.win < len(n.log) && (n.log[n.win].state == refused || !n.log[n.win].at.After(cut)) {
 		if e := n.log[n.win]; e.counts() {
 			n.counted -= e.cost
 			if e.state == pending {
@@ -375,7 +378,7 @@ func surelyRefused(mean float64) int {
 func (n *number) window(leave time.Time) (count, waiting, i int) {
 	cut := leave.Add(-time.Second)
 	count, waiting, i = n.counted, n.waiting, n.win
-	for ; i < len(n.log) && !n.log[i].at.After(cut); i++ {
+	for ; i < len(n.log) && (n.log[i].state == refused || !n.log[i].at.After(cut)); i++ {
 		if e := n.log[i]; e.counts() {
 			count -= e.cost
 			if e.state == pending {
@@ -494,9 +497,11 @@ func (p *Pacer) Left(s Send, at time.Time) {
 		// Only sends still in the last second's count: one booked more
 		// than a second before it left is out of the count already, and
 		// is not counted in the second it really left in (a process
-		// suspended that long; rare).
+		// suspended that long, a dial that slow; rare).
+		// Nor sends answered: a report of the write that comes after the
+		// answer (HTTP/2 makes it on another goroutine) is stale.
 		i := n.index(s.seq + k)
-		if i < n.win {
+		if i < n.win || (n.log[i].state != pending && n.log[i].state != presumed) {
 			continue
 		}
 		if part := at.Add(time.Duration(k) * s.step); part.After(n.log[i].at) {
@@ -671,14 +676,17 @@ func (n *number) settle(now time.Time) {
 // showed. It is learned once the next episode agrees within 5%: a throttle
 // at random (a burst of other traffic on the number) shows a limit once, a
 // real limit shows again as soon as probing passes it, and a limit falling
-// (other traffic starting) shows ever less until it settles.
+// (other traffic starting) shows ever less until it settles. Of the two
+// that agree, the lower is learned: a show counts the sends of its second
+// not answered yet as accepted, and the last few before a throttle are
+// often throttled too, so a show errs high (307 for 300 in a benchmark).
 func (n *number) showed(l float64) {
 	if l >= n.ceiling {
 		n.shown = 0
 		return
 	}
 	if n.shown > 0 && math.Abs(l-n.shown) <= 0.05*n.shown {
-		n.unreported, n.learned = l < n.ceiling, l
+		n.unreported, n.learned = true, min(l, n.shown)
 	}
 	n.shown = l
 }

@@ -779,6 +779,73 @@ func TestLeftKeepsTheLatestDeparture(t *testing.T) {
 	}
 }
 
+// TestLearnsTheLowerOfTwoShows: a limit is learned when two throttle
+// episodes in a row show it within 5%, and it is the lower of the two (a
+// show errs high); two that disagree teach nothing yet.
+func TestLearnsTheLowerOfTwoShows(t *testing.T) {
+	for _, tc := range []struct {
+		shows []float64
+		want  float64
+	}{
+		{[]float64{307, 300}, 300},
+		{[]float64{300, 307}, 300},
+		{[]float64{300, 350}, 400},
+		{[]float64{350, 300, 303}, 300},
+	} {
+		n := New(400).number("A")
+		for _, l := range tc.shows {
+			n.showed(l)
+		}
+		if n.learned != tc.want {
+			t.Errorf("shows %v: learned %v, want %v", tc.shows, n.learned, tc.want)
+		}
+	}
+}
+
+// TestLateRefusedSendHoldsNothing: a send that left late (a dial) is
+// moved after the sends booked behind it. Refused, it counts no more, and
+// the sends behind it leave the count a second after they left: the next
+// send goes then, not when the late one's second ends. An answer to a send
+// holds its instant: a report of its write that comes after the answer
+// (HTTP/2 tells it on another goroutine) moves nothing.
+func TestLateRefusedSendHoldsNothing(t *testing.T) {
+	p := New(10)
+	var ss []Send
+	now := t0
+	for len(ss) < 11 {
+		s, wait, ok := p.Reserve("A", now)
+		now = now.Add(wait)
+		if ok {
+			ss = append(ss, s)
+		}
+	}
+	p.Left(ss[0], t0.Add(600*time.Millisecond))
+	p.Answered(ss[0], NotCounted, t0.Add(700*time.Millisecond))
+	for _, s := range ss[1:] {
+		p.Answered(s, Counted, s.At.Add(100*time.Millisecond))
+		p.Left(s, s.At.Add(900*time.Millisecond)) // after its answer: ignored
+	}
+	// Held by the late send, the next one would wait for its second to
+	// end, at +1.6 s; the token bucket lets it go an interval after the
+	// last, when the second holds ss[2:], 9 sends: room for one.
+	want := ss[10].At.Add(2 * p.number("A").interval())
+	polls := 0
+	for {
+		s, wait, ok := p.Reserve("A", now)
+		now = now.Add(wait)
+		if ok {
+			if now.After(want.Add(time.Millisecond)) {
+				t.Errorf("the next send left at +%v, want by +%v", now.Sub(t0), want.Sub(t0))
+			}
+			p.Answered(s, Counted, now)
+			break
+		}
+		if polls++; polls > 20 {
+			t.Fatalf("still no room at +%v after %d tries", now.Sub(t0), polls)
+		}
+	}
+}
+
 // TestFirstSecondHasWiderHeadroom: the first second's sends open new
 // connections and arrive bunched, so they go with twice the headroom; the
 // seconds after at the pace.
