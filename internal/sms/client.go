@@ -194,8 +194,8 @@ type wroteKey struct{}
 // tracing records, for a request whose context carries a wroteKey flag,
 // whether the request was written: it is what tells a request that never
 // left (safe to send again) from one in doubt. It tells the engine when
-// (campaign.Departed). It sits on the service
-// client only, so the credential providers' own requests never set it.
+// too (campaign.Departed). It sits on the service client only, so the
+// credential providers' own requests never set it.
 type tracing struct{ c *http.Client }
 
 func (t tracing) Do(r *http.Request) (*http.Response, error) {
