@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -200,15 +199,7 @@ func (r *smsRun) mostParts(sender string, mps int) int {
 			charges = append(charges, a.At.Add(time.Duration(j)*time.Second/time.Duration(mps)))
 		}
 	}
-	slices.SortFunc(charges, time.Time.Compare)
-	most, lo := 0, 0
-	for hi, c := range charges {
-		for !charges[lo].After(c.Add(-time.Second)) {
-			lo++
-		}
-		most = max(most, hi-lo+1)
-	}
-	return most
+	return mostInASecond(charges)
 }
 
 // smsRun is one campaign sent to one sandbox, and what came of it.

@@ -247,6 +247,12 @@ func (n *number) setLimit(now time.Time) {
 	n.lim.SetLimitAt(now, n.booked())
 }
 
+// paceCeil is the pace rounded up: evenly spaced sends at a fractional
+// pace put its ceiling in some second.
+func (n *number) paceCeil() float64 {
+	return math.Ceil(float64(n.pace()) - 1e-9)
+}
+
 // interval is the time between two sends at the pace.
 func (n *number) interval() time.Duration {
 	l := n.pace()
@@ -324,14 +330,13 @@ func (n *number) room(leave time.Time, cost int) (bool, time.Time) {
 	for k := range cost {
 		at := leave.Add(time.Duration(k) * step)
 		count, waiting, i := n.window(at)
-		// Evenly spaced sends at a fractional pace put its ceiling in a
-		// second, which must pass. Sends not answered yet that will all
+		// The pace rounded up must pass. Sends not answered yet that will all
 		// but surely be refused leave room too, up to the limit: as many
 		// as the refusal share makes certain, not as many as it makes
 		// likely, or the headroom would be gone whenever fewer were
 		// refused, and bunched arrivals throttled (and the headroom
 		// widened for nothing).
-		allowed := math.Ceil(float64(n.pace())-1e-9) + float64(surelyRefused(float64(waiting)*n.refusal))
+		allowed := n.paceCeil() + float64(surelyRefused(float64(waiting)*n.refusal))
 		// This send's own tokens in that second: k and those before it
 		// less than a second earlier.
 		own := k + 1
@@ -608,7 +613,7 @@ func (n *number) throttled(s Send, now time.Time) {
 	if !n.warmUntil.IsZero() || left.Sub(n.warmed) < time.Second {
 		paced = n.paced(2 * n.widen)
 	}
-	if n.limit >= n.ceiling && float64(seen) > math.Ceil(float64(n.pace())-1e-9) {
+	if n.limit >= n.ceiling && float64(seen) > n.paceCeil() {
 		// The second held more than the pace by this number's own
 		// departures: a send that left late, recorded (Left) after later
 		// ones were booked, or sends the room check counted as all but

@@ -826,8 +826,9 @@ func TestLateRefusedSendHoldsNothing(t *testing.T) {
 		p.Left(s, s.At.Add(900*time.Millisecond)) // after its answer: ignored
 	}
 	// Held by the late send, the next one would wait for its second to
-	// end, at +1.6 s; the token bucket lets it go an interval after the
-	// last, when the second holds ss[2:], 9 sends: room for one.
+	// end, at +1.6 s (and poll every millisecond until then). Not held, it
+	// goes within two intervals of the last, when the second holds ss[2:],
+	// 9 sends: room for one.
 	want := ss[10].At.Add(2 * p.number("A").interval())
 	polls := 0
 	for {
