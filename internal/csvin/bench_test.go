@@ -2,6 +2,7 @@ package csvin
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -165,6 +166,91 @@ func BenchmarkEncodings(b *testing.B) {
 				}
 			}
 			b.ReportMetric(float64(rows*b.N)/time.Since(start).Seconds(), "rows/s")
+		})
+	}
+}
+
+// BenchmarkWideRecord reads a 12 MB file of 1,000,000 columns: "header",
+// refused at column 1,001 of its header; "row", a row as wide under a
+// header that fits, passed over to the row after it. It prints what was
+// read of the file before the refusal, and B/op what was allocated (before
+// issue 23: the whole file taken in, 1.5 GB of memory, 8 s). Run it with
+//
+//	go test -run '^$' -bench WideRecord -benchmem ./internal/csvin
+func BenchmarkWideRecord(b *testing.B) {
+	var wide bytes.Buffer
+	wide.WriteString("phone")
+	for i := 1; i < 1_000_000; i++ {
+		fmt.Fprintf(&wide, ",p%d", i)
+	}
+	wide.WriteString("\n")
+	row := "+447400123456" + strings.Repeat(",a", 999_999) + "\n"
+	for _, bc := range []struct {
+		name string
+		data []byte
+		want error
+	}{
+		{"header", append(wide.Bytes(), row+row...), ErrTooManyColumns},
+		{"row", []byte("phone,name\n" + row + "+447400123457,ok\n"), nil},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.SetBytes(int64(len(bc.data)))
+			b.ReportAllocs()
+			var read int64
+			for b.Loop() {
+				src := &countingReader{r: bytes.NewReader(bc.data)}
+				r, err := NewReader(src, Options{})
+				if bc.want != nil {
+					if !errors.Is(err, bc.want) {
+						b.Fatal(err)
+					}
+					read = src.n
+					continue
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := r.Next(); !errors.Is(err, ErrTooManyColumns) {
+					b.Fatal(err)
+				}
+				read = src.n
+				if rec, err := r.Next(); err != nil || rec.Line != 3 {
+					b.Fatal(rec, err)
+				}
+			}
+			b.ReportMetric(float64(read), "B-read-at-refusal")
+		})
+	}
+}
+
+// BenchmarkHugeCell reads a file with a 100 MB cell on line 2, written as
+// it is read: refused at MaxCell bytes, then passed over to the row after
+// it. It prints what was read before the refusal, and B/op what was
+// allocated (before issue 23: 870 MB of memory). Run it with
+//
+//	go test -run '^$' -bench HugeCell -benchmem ./internal/csvin
+func BenchmarkHugeCell(b *testing.B) {
+	const size = 100 << 20
+	for _, quoted := range []bool{false, true} {
+		b.Run(fmt.Sprintf("quoted=%v", quoted), func(b *testing.B) {
+			b.SetBytes(size)
+			b.ReportAllocs()
+			var read int64
+			for b.Loop() {
+				src := &countingReader{r: cellStream(size, quoted)}
+				r, err := NewReader(src, Options{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := r.Next(); !errors.Is(err, ErrCellTooLong) {
+					b.Fatal(err)
+				}
+				read = src.n
+				if rec, err := r.Next(); err != nil || rec.Line != 3 {
+					b.Fatal(rec, err)
+				}
+			}
+			b.ReportMetric(float64(read), "B-read-at-refusal")
 		})
 	}
 }

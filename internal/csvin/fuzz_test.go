@@ -32,9 +32,9 @@ func isE164(s string) bool {
 }
 
 // FuzzReader checks that the Reader never panics, always makes progress, and
-// keeps its promises about every Record; that a file saved as UTF-16 reads
-// exactly as it does in UTF-8; and that forcing the detected delimiter
-// changes nothing.
+// keeps its promises about every Record, also with limits low enough to
+// refuse records; that a file saved as UTF-16 reads exactly as it does in
+// UTF-8; and that forcing the detected delimiter changes nothing.
 func FuzzReader(f *testing.F) {
 	seeds := []string{
 		"phone\n+447400123456\n",
@@ -73,10 +73,11 @@ func FuzzReader(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte, region uint8) {
 		opt := Options{DefaultRegion: fuzzRegion(region)}
-		got, r, err := fuzzRead(t, data, opt)
+		fuzzRead(t, data, opt, limits{cols: int(region)%5 + 1, cell: int(region) % 17})
+		got, r, err := fuzzRead(t, data, opt, defaultLimits)
 		if err == nil {
 			opt.Delimiter = r.Delimiter()
-			forced, _, ferr := fuzzRead(t, data, opt)
+			forced, _, ferr := fuzzRead(t, data, opt, defaultLimits)
 			if ferr != nil || !reflect.DeepEqual(forced, got) {
 				t.Fatalf("with Delimiter %q forced: %v\n%+v\nwant\n%+v", opt.Delimiter, ferr, forced, got)
 			}
@@ -87,7 +88,7 @@ func FuzzReader(f *testing.F) {
 		}
 		text := strings.TrimPrefix(string(data), "\ufeff")
 		for _, bigEndian := range []bool{false, true} {
-			got16, r16, err16 := fuzzRead(t, []byte(utf16Text(text, bigEndian)), opt)
+			got16, r16, err16 := fuzzRead(t, []byte(utf16Text(text, bigEndian)), opt, defaultLimits)
 			if errText(err16) != errText(err) || !reflect.DeepEqual(got16, got) {
 				t.Fatalf("UTF-16 (big-endian %v): %v\n%+v\nwant (UTF-8): %v\n%+v", bigEndian, err16, got16, err, got)
 			}
@@ -98,12 +99,12 @@ func FuzzReader(f *testing.F) {
 	})
 }
 
-// fuzzRead reads data to the end, failing t if the Reader breaks a promise,
-// and returns what Next returned (errors as text) and the Reader, or the
-// error from NewReader.
-func fuzzRead(t *testing.T, data []byte, opt Options) ([]step, *Reader, error) {
+// fuzzRead reads data to the end with limits lim, failing t if the Reader
+// breaks a promise, and returns what Next returned (errors as text) and the
+// Reader, or the error from NewReader.
+func fuzzRead(t *testing.T, data []byte, opt Options, lim limits) ([]step, *Reader, error) {
 	t.Helper()
-	r, err := NewReader(bytes.NewReader(data), opt)
+	r, err := newReader(bytes.NewReader(data), opt, lim)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -249,7 +250,8 @@ func FuzzNormalize(f *testing.F) {
 }
 
 // FuzzListReader checks that the ListReader never panics, always makes
-// progress, and returns E.164 numbers on increasing lines.
+// progress, and returns E.164 numbers on increasing lines, also with limits
+// low enough to refuse lines.
 func FuzzListReader(f *testing.F) {
 	for _, s := range []string{
 		"+447400123456\n# comment\n\n447400123457 # trailing\n",
@@ -265,7 +267,11 @@ func FuzzListReader(f *testing.F) {
 	f.Add([]byte(utf16Text("phone\tname\r\n+447400123456\tZoë\r\n", false)), uint8(0))
 	f.Add([]byte(utf16Text("+447400123456\n# x\n'+447400123457\n", true)), uint8(0))
 	f.Fuzz(func(t *testing.T, data []byte, region uint8) {
-		l := NewListReader(bytes.NewReader(data), fuzzRegion(region))
+		lim := defaultLimits
+		if region&0x80 != 0 {
+			lim = limits{cols: int(region)%5 + 1, cell: int(region) % 17}
+		}
+		l := newListReader(bytes.NewReader(data), fuzzRegion(region), lim)
 		last := 0
 		for range bytes.Count(data, []byte("\n")) + 2 {
 			phone, line, err := l.Next()

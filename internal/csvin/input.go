@@ -54,11 +54,14 @@ func delimiterName(d rune) string {
 // fields at delim, or at the delimiter detected from the header line when
 // delim is 0. With comments, lines whose first non-space character is '#'
 // are passed over by the detection, as ListReader passes them over.
-func openInput(r io.Reader, delim rune, comments bool) (cr *csv.Reader, encoding string, err error) {
+//
+// Between the text and the csv.Reader is the limiter that refuses records
+// over lim; a caller that sets the csv.Reader's Comment sets the limiter's.
+func openInput(r io.Reader, delim rune, comments bool, lim limits) (cr *csv.Reader, l *limiter, encoding string, err error) {
 	br := bufio.NewReaderSize(r, bufSize)
 	start, err := br.Peek(3)
 	if err != nil && err != io.EOF {
-		return nil, "", fmt.Errorf("read: %w", err)
+		return nil, nil, "", fmt.Errorf("read: %w", err)
 	}
 	encoding = encUTF8
 	switch {
@@ -77,11 +80,12 @@ func openInput(r io.Reader, delim rune, comments bool) (cr *csv.Reader, encoding
 	if delim == 0 {
 		delim = detectDelimiter(br, comments)
 	}
-	cr = csv.NewReader(br) // uses br itself: it is a large enough *bufio.Reader
+	l = newLimiter(br, delim, lim)
+	cr = csv.NewReader(bufio.NewReaderSize(l, bufSize)) // a *bufio.Reader: csv uses it as it is
 	cr.Comma = delim
 	cr.FieldsPerRecord = -1
 	cr.ReuseRecord = true
-	return cr, encoding, nil
+	return cr, l, encoding, nil
 }
 
 // detectDelimiter returns the delimiter of the header line at the start of

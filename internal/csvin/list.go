@@ -25,6 +25,7 @@ import (
 // A ListReader is not safe for concurrent use.
 type ListReader struct {
 	csv   *csv.Reader
+	lim   *limiter
 	enc   string
 	norm  normalizer
 	col   int  // the phone column; -1 until the first line is seen
@@ -35,15 +36,26 @@ type ListReader struct {
 // NewListReader returns a ListReader reading r, with region as in
 // normalizer. Problems with region or the start of r are returned by the
 // first call to Next.
+//
+// A line over MaxColumns fields or with a field over MaxCell bytes is a
+// *LineError wrapping ErrTooManyColumns or ErrCellTooLong.
 func NewListReader(r io.Reader, region string) *ListReader {
+	return newListReader(r, region, defaultLimits)
+}
+
+// newListReader is NewListReader with other limits than MaxColumns and
+// MaxCell.
+func newListReader(r io.Reader, region string, lim limits) *ListReader {
 	l := &ListReader{col: -1}
 	if l.norm, l.err = newNormalizer(region); l.err != nil {
 		return l
 	}
-	if l.csv, l.enc, l.err = openInput(r, 0, true); l.err != nil {
+	if l.csv, l.lim, l.enc, l.err = openInput(r, 0, true, lim); l.err != nil {
 		return l
 	}
-	l.csv.Comment = '#'
+	// Until the first line says whether comments go on (see Next), the
+	// limiter must not read past the line the csv.Reader is on.
+	l.csv.Comment, l.lim.comment, l.lim.sync = '#', '#', true
 	return l
 }
 
@@ -88,8 +100,9 @@ func (l *ListReader) Next() (phone string, line int, err error) {
 				// first cell starts with '#' (an order number, say);
 				// skipping it could message someone who opted out.
 				l.col = col
-				l.csv.Comment = 0
+				l.csv.Comment, l.lim.comment = 0, 0
 			}
+			l.lim.sync = false // comments stay as they are from here on
 			if err != nil {
 				return "", line, &LineError{Line: line, Err: err}
 			}

@@ -15,7 +15,8 @@
 //
 // The package tells two kinds of problem apart, because the caller treats
 // them differently. A file that is structurally broken (bad quoting, a row
-// with the wrong number of fields, bytes that are not UTF-8) is reported as a
+// with the wrong number of fields, bytes that are not UTF-8, a row over
+// MaxColumns fields or with a field over MaxCell bytes) is reported as a
 // *LineError, and the caller refuses the whole file: an operator would rather
 // fix one line than have a million rows imported with their columns shifted.
 // A phone number that cannot be used is data about one recipient: its row is
@@ -138,6 +139,7 @@ type Record struct {
 // dropped halfway needs no Close.
 type Reader struct {
 	csv      *csv.Reader
+	lim      *limiter
 	norm     normalizer
 	encoding string
 	notes    Notes
@@ -162,6 +164,10 @@ type Reader struct {
 // workers costs little next to the work.
 const batchSize = 512
 
+// batchBytes bounds the text of the rows read ahead, for files of wide or
+// long rows: 512 rows of MaxColumns cells would be gigabytes.
+const batchBytes = 1 << 20
+
 // NewReader reads and checks the header of a campaign file. Errors about the
 // header wrap ErrNoHeader, ErrNoPhoneColumn (as a *NoPhoneColumnError) or
 // ErrDuplicateColumn, and are *LineError when there is a line to point at;
@@ -171,7 +177,16 @@ const batchSize = 512
 // Unnamed columns (an empty header cell, as spreadsheets write for a stray
 // trailing comma) are not parameters; a row with a value in one is a
 // *LineError.
+//
+// A record with more than MaxColumns fields or a field longer than MaxCell
+// bytes is a *LineError wrapping ErrTooManyColumns or ErrCellTooLong, found
+// before the record is read whole; for the header, NewReader returns it.
 func NewReader(r io.Reader, opt Options) (*Reader, error) {
+	return newReader(r, opt, defaultLimits)
+}
+
+// newReader is NewReader with other limits than MaxColumns and MaxCell.
+func newReader(r io.Reader, opt Options, lim limits) (*Reader, error) {
 	norm, err := newNormalizer(opt.DefaultRegion)
 	if err != nil {
 		return nil, err
@@ -179,11 +194,11 @@ func NewReader(r io.Reader, opt Options) (*Reader, error) {
 	if err := checkDelimiter(opt.Delimiter); err != nil {
 		return nil, err
 	}
-	cr, enc, err := openInput(r, opt.Delimiter, false)
+	cr, l, enc, err := openInput(r, opt.Delimiter, false, lim)
 	if err != nil {
 		return nil, err
 	}
-	rd := &Reader{csv: cr, norm: norm, encoding: enc, phone: -1, from: -1, id: -1}
+	rd := &Reader{csv: cr, lim: l, norm: norm, encoding: enc, phone: -1, from: -1, id: -1}
 
 	var fields []string
 	for {
@@ -423,7 +438,8 @@ func (rd *Reader) fill() {
 	var wg sync.WaitGroup
 	normalized := 0 // records handed to a goroutine
 	parallel := runtime.GOMAXPROCS(0) > 1
-	for len(rd.batch) < batchSize {
+	end := rd.csv.InputOffset() + batchBytes
+	for len(rd.batch) < batchSize && rd.csv.InputOffset() < end {
 		fields, err := rd.csv.Read()
 		if err == io.EOF {
 			rd.err = io.EOF
@@ -441,7 +457,10 @@ func (rd *Reader) fill() {
 			continue
 		}
 		line, _ := rd.csv.FieldPos(0)
-		if err := checkUTF8(rd.csv, fields, rd.encoding); err != nil {
+		if !rd.lim.nonASCII {
+			// ASCII so far: nothing to check. The limiter has read this
+			// row, and no field of it had a byte above 0x7F.
+		} else if err := checkUTF8(rd.csv, fields, rd.encoding); err != nil {
 			rd.pending = err
 			break
 		}
@@ -514,8 +533,11 @@ func (rd *Reader) normalizeRange(recs []Record) {
 }
 
 // readError turns an error from csv.Reader.Read into a *LineError where it
-// is about the file's content.
+// is about the file's content. The limiter's come as one already.
 func readError(err error) error {
+	if le := (*LineError)(nil); errors.As(err, &le) {
+		return err
+	}
 	var pe *csv.ParseError
 	if !errors.As(err, &pe) {
 		return fmt.Errorf("read: %w", err)

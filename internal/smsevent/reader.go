@@ -4,10 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"regexp"
 )
 
 // Reader reads SMS events from a log (see the package comment for its
@@ -16,8 +14,8 @@ import (
 //
 // Records. Between records, blanks, line ends and the separators '[', ']'
 // and ',' are skipped, so the elements of a JSON array are records like
-// any other. A '{' starts a record, which encoding/json reads to its end:
-// it may span lines or share one with other records. A line that starts
+// any other. A '{' starts a record, which ends where encoding/json would
+// end it: it may span lines or share one with other records. A line that starts
 // with a date-time (2026-11-30T10:00:00.000Z, with optional fraction and
 // zone, 'T' or a space in the middle), then blanks and '{', optionally
 // with one word (a log stream) and blanks before the '{', is a CloudWatch
@@ -48,8 +46,8 @@ import (
 // first line of the record, or a CloudWatch Logs line. A record still open
 // there was cut short (as when a Firehose delivery failed half-way and was
 // retried): it is invalid, and reading goes on at that line. A record that
-// is not JSON is invalid and reading goes on where the decoder found it
-// broken, if that is a '{' (the record was cut short and the next one
+// is not JSON is invalid and reading goes on where encoding/json would find
+// it broken, if that is a '{' (the record was cut short and the next one
 // follows it on the line); otherwise the rest of it is skipped, up to the
 // next '{' that follows a '}' on a line (blanks between: where
 // concatenated records meet) or the next line that starts a record. A
@@ -60,13 +58,24 @@ import (
 // Numbers (Event.Line, Counts.FirstInvalid): a record is numbered by the
 // physical line, 1-based, on which it starts.
 //
+// Cost. Reading takes time linear in the log's size whatever it holds,
+// each byte looked at a few times at most (TestReaderLinear counts them), and
+// memory for one record of at most MaxRecord bytes besides a 64 KB buffer,
+// however long its lines.
+//
 // A Reader is not safe for concurrent use. Its zero value is not usable:
 // create one with NewReader.
 type Reader struct {
 	br  *bufio.Reader
-	dec *json.Decoder // reads records through feed; replaced after an error, which it keeps
-	max int           // longest record decoded (MaxRecord; tests lower it)
-	rec fields        // the record dec decodes into
+	sc  scanner // finds where a record ends or breaks
+	max int     // longest record decoded (MaxRecord; tests lower it)
+	rec fields  // the record decoded
+	ev  Event   // the event it was, for Next
+	// dec decodes a record once it has ended, from src: one Decoder for
+	// all, as json.Unmarshal would allocate its state for each.
+	dec *json.Decoder
+	src bytes.Reader
+	buf []byte // a record that spans pieces, as far as read
 
 	// The log is read in pieces: a line, or the first or next bufio
 	// buffer's worth of a longer one (bufio.Reader.ReadSlice).
@@ -76,8 +85,11 @@ type Reader struct {
 	eol    bool // piece ends its line
 	line   int  // piece's line, 1-based
 	indent int  // blanks at the start of piece's line (all of piece when it is all blanks)
-	base   int  // indent of the first line of the record dec decodes
-	fed    int  // bytes of that record given to dec
+	base   int  // indent of the first line of the record being read
+
+	// work counts the bytes the Reader has looked at, every time it
+	// looked: the tests hold it to a few times the log's size.
+	work int64
 
 	err    error // sticky: io.EOF or the read error, once reading hit it
 	failed error // sticky: what Next returns
@@ -89,10 +101,6 @@ type Reader struct {
 // bytes) and blanks.
 const lineHead = 600
 
-// errTooLong is what feed says of a record that goes on past MaxRecord
-// bytes.
-var errTooLong = errors.New("record too long")
-
 // NewReader returns a Reader of the SMS event log r. The log must not be
 // compressed: webhook.Open decompresses.
 func NewReader(r io.Reader) *Reader { return newReader(r, 64<<10, MaxRecord) }
@@ -100,9 +108,7 @@ func NewReader(r io.Reader) *Reader { return newReader(r, 64<<10, MaxRecord) }
 // newReader is NewReader with a read buffer of size bytes (at least
 // lineHead) and records of at most limit bytes.
 func newReader(src io.Reader, size, limit int) *Reader {
-	r := &Reader{br: bufio.NewReaderSize(src, max(size, lineHead)), max: limit, rec: fields{}, eol: true}
-	r.dec = json.NewDecoder((*feed)(r))
-	return r
+	return &Reader{br: bufio.NewReaderSize(src, max(size, lineHead)), max: limit, rec: fields{}, eol: true}
 }
 
 // Next returns the next event of the log. Records that are not events
@@ -112,13 +118,13 @@ func newReader(src io.Reader, size, limit int) *Reader {
 // every later call.
 func (r *Reader) Next() (Event, error) {
 	for r.failed == nil {
-		ev, ok, err := r.step()
+		ok, err := r.step()
 		if err != nil {
 			r.failed = err
 			break
 		}
 		if ok {
-			return ev, nil
+			return r.ev, nil
 		}
 	}
 	return Event{}, r.failed
@@ -132,101 +138,225 @@ func (r *Reader) Counts() Counts {
 }
 
 // step reads at most one record; ok says it was an event.
-func (r *Reader) step() (Event, bool, error) {
+func (r *Reader) step() (bool, error) {
 	c, err := r.skipSpace()
 	if err != nil {
-		return Event{}, false, err
+		return false, err
 	}
-	if r.head && r.pos == blanks(r.piece) && isDigit(c) {
-		if i := prefix(r.piece); i >= 0 {
+	first := r.head && r.pos == r.indent // the record is the first on its line
+	if isDigit(c) && first {
+		if i := r.prefix(r.piece); i >= 0 {
 			r.pos, c = i, '{'
 		}
 	}
 	if c != '{' {
-		r.count(kindInvalid, r.line)
-		return Event{}, false, r.skipLine()
+		r.count(kindInvalid, r.line, 1)
+		return false, r.skipLine()
 	}
-	return r.record()
+	if n := r.braces(); n > 0 {
+		r.count(kindInvalid, r.line, n)
+		first = false
+	}
+	return r.record(first)
 }
 
-// record reads the record that starts with the '{' at piece[pos].
-func (r *Reader) record() (Event, bool, error) {
+// braces passes over the records, from the '{' at piece[pos], that are a
+// '{' broken by another '{' after it on the piece (blanks between), and
+// returns how many; piece[pos] is then the '{' of the next record. A run of
+// '{' is a common shape of garbage, and each '{' of it is a record.
+func (r *Reader) braces() int {
+	d, i, n := r.piece, r.pos, 0
+	for r.max >= 2 {
+		j := i + 1
+		for j < len(d) && d[j] == '{' {
+			switch {
+			case j+len(braceBlock) <= len(d) && bytes.Equal(d[j:j+len(braceBlock)], braceBlock):
+				j += len(braceBlock)
+			case j+64 <= len(d) && bytes.Equal(d[j:j+64], braceBlock[:64]):
+				j += 64
+			default:
+				j++
+			}
+		}
+		n += j - 1 - i // each '{' but the last is broken by the next
+		i = j - 1
+		k := j
+		for k < len(d) && (d[k] == ' ' || d[k] == '\t' || d[k] == '\r') {
+			k++
+		}
+		if k == len(d) || d[k] != '{' || k-i >= r.max {
+			break
+		}
+		n++ // broken by the '{' at d[k]
+		i = k
+	}
+	r.work += int64(i - r.pos)
+	r.pos = i
+	return n
+}
+
+// braceBlock is what braces compares a run with, a block at a time.
+var braceBlock = bytes.Repeat([]byte("{"), 4<<10)
+
+// record reads the record that starts with the '{' at piece[pos]: the
+// scanner finds where it ends, in this piece or a later one, or where it
+// breaks, and the record is decoded once it has ended.
+//
+// first says the record is the first on its line (after a CloudWatch
+// prefix, if any): then it may be all the rest of the line.
+func (r *Reader) record(first bool) (bool, error) {
 	line := r.line
-	r.base, r.fed = r.indent, 0
-	start := r.dec.InputOffset()
-	clear(r.rec)
-	err := r.dec.Decode(&r.rec)
-	if err == nil {
-		// feed stops at each '}': dec holds nothing past the record,
-		// which ends at piece[pos].
-		ev, k := r.rec.event(line, false)
-		r.count(k, line)
-		return ev, k == kindEvent, nil
-	}
-	if err == r.err && err != io.EOF {
-		return Event{}, false, err // reading the log failed
-	}
-	r.count(kindInvalid, line)
-	r.dec = json.NewDecoder((*feed)(r))
-	if errors.Is(err, io.ErrUnexpectedEOF) {
-		// Cut short by the end of the log or by a line that starts a
-		// record: piece, whose start is yet to read.
-		return Event{}, false, nil
-	}
-	var syn *json.SyntaxError
-	if errors.As(err, &syn) {
-		// Byte k of the record broke it. dec reads all it has before it
-		// asks for more, so k is in piece, fed-k bytes before pos.
-		k := int(syn.Offset-start) - 1
-		r.pos -= r.fed - k
-		if r.piece[r.pos] == '{' {
-			return Event{}, false, nil
+	if first {
+		if ok, done := r.wholeLine(); done {
+			return ok, nil
 		}
 	}
-	return Event{}, false, r.skip() // errTooLong, or a syntax error
+	r.base = r.indent
+	r.sc.reset()
+	r.buf = r.buf[:0]
+	from, fed := r.pos, 0 // the record is buf, then piece[from:pos]; fed bytes in all
+	for {
+		d := r.piece[r.pos:]
+		d = d[:min(len(d), r.max-fed)]
+		n, res := r.sc.scan(d)
+		r.work += int64(n)
+		r.pos += n
+		fed += n
+		switch res {
+		case scanDone:
+			rec := r.piece[from:r.pos]
+			if len(r.buf) > 0 {
+				r.keep(rec)
+				rec = r.buf
+			}
+			r.work += int64(len(rec)) // mayBeEvent's look, then decode's
+			k := kindNotEvent
+			if mayBeEvent(rec) {
+				r.work += int64(len(rec))
+				clear(r.rec)
+				k = kindInvalid
+				if r.decode(rec) {
+					r.ev, k = r.rec.event(line, false)
+				}
+			}
+			r.count(k, line, 1)
+			return k == kindEvent, nil
+		case scanBroken:
+			r.count(kindInvalid, line, 1)
+			if r.piece[r.pos] == '{' {
+				return false, nil // cut short, and the next record follows
+			}
+			return false, r.skip()
+		}
+		if r.pos < len(r.piece) {
+			r.count(kindInvalid, line, 1) // longer than max
+			return false, r.skip()
+		}
+		r.keep(r.piece[from:])
+		from = 0
+		if err := r.next(); err != nil {
+			if err == io.EOF {
+				r.count(kindInvalid, line, 1) // cut short by the end of the log
+				return false, nil
+			}
+			return false, err
+		}
+		if r.head && r.startsRecord(r.piece, r.base) {
+			r.count(kindInvalid, line, 1) // cut short by a line that starts a record
+			return false, nil
+		}
+		if fed == r.max {
+			r.count(kindInvalid, line, 1) // longer than max
+			return false, r.skip()
+		}
+	}
 }
 
-// feed is the Reader as the io.Reader its Decoder reads: the record that
-// starts at piece[pos], up to a line that starts another (io.EOF), or
-// errTooLong past MaxRecord bytes. It gives at most up to the next '}' at
-// a time, so that the Decoder never holds what follows a record: a record
-// ends with a '}', and the Decoder reads on only until it has one.
-type feed Reader
+// wholeLine reads the record at piece[pos], the first on its line, if it
+// is the rest of the line (JSON lines, CloudWatch Logs) and may be an
+// event, and reports whether it did (done) and found an event (ok). The
+// decoder checks the syntax then: it decodes all the rest of the line only
+// if that is one JSON object, which is then what the scanner would have
+// found. Anything else is left to record, having cost a look at the line,
+// once a line.
+func (r *Reader) wholeLine() (ok, done bool) {
+	if !r.head || !r.eol {
+		return false, false
+	}
+	end := len(r.piece) - 1 // the '\n'
+	for end > r.pos && (r.piece[end-1] == ' ' || r.piece[end-1] == '\t' || r.piece[end-1] == '\r') {
+		end--
+	}
+	rec := r.piece[r.pos:end]
+	if len(rec) > r.max || rec[len(rec)-1] != '}' {
+		return false, false
+	}
+	r.work += int64(len(rec)) // mayBeEvent's look, then decode's
+	if !mayBeEvent(rec) {
+		return false, false
+	}
+	r.work += int64(len(rec))
+	clear(r.rec)
+	if !r.decode(rec) {
+		return false, false
+	}
+	r.pos = end
+	ev, k := r.rec.event(r.line, false)
+	r.ev = ev
+	r.count(k, r.line, 1)
+	return k == kindEvent, true
+}
 
-func (f *feed) Read(p []byte) (int, error) {
-	r := (*Reader)(f)
-	if r.pos == len(r.piece) {
-		if err := r.next(); err != nil {
-			return 0, err
-		}
-		if r.head && startsRecord(r.piece, r.base) {
-			return 0, io.EOF
-		}
+// decode decodes rec into r.rec, and reports whether rec was one JSON
+// object and nothing more.
+func (r *Reader) decode(rec []byte) bool {
+	r.src.Reset(rec)
+	if r.dec == nil {
+		r.dec = json.NewDecoder(&r.src)
 	}
-	if r.fed == r.max {
-		return 0, errTooLong
+	start := r.dec.InputOffset()
+	if r.dec.Decode(&r.rec) != nil || r.dec.InputOffset()-start != int64(len(rec)) {
+		r.dec = nil // it keeps its error, or holds what followed
+		return false
 	}
-	d := r.piece[r.pos:]
-	if i := bytes.IndexByte(d, '}'); i >= 0 {
-		d = d[:i+1]
+	return true
+}
+
+// mayBeEvent reports whether the JSON object rec may be an event or an SNS
+// notification: whether it may have an "eventType" or a "Type" key. With
+// no escape in it, a key is written as it is; without either, it is an
+// object and nothing more, and decoding it would cost far more than
+// scanning it did.
+func mayBeEvent(rec []byte) bool {
+	return bytes.IndexByte(rec, '\\') >= 0 || bytes.Contains(rec, []byte(`"eventType"`)) || bytes.Contains(rec, []byte(`"Type"`))
+}
+
+// keep appends d to buf, doubling its capacity as it grows, so that a
+// record of MaxRecord bytes costs at most twice that.
+func (r *Reader) keep(d []byte) {
+	if n := len(r.buf) + len(d); n > cap(r.buf) {
+		b := make([]byte, len(r.buf), min(max(2*cap(r.buf), n, 4<<10), r.max))
+		copy(b, r.buf)
+		r.buf = b
 	}
-	n := copy(p, d[:min(len(d), r.max-r.fed)])
-	r.pos += n
-	r.fed += n
-	return n, nil
+	r.buf = append(r.buf, d...)
 }
 
 // skipSpace skips blanks, line ends and the separators '[', ']' and ','
 // and returns the byte after them, without reading it.
 func (r *Reader) skipSpace() (byte, error) {
 	for {
-		for ; r.pos < len(r.piece); r.pos++ {
-			switch c := r.piece[r.pos]; c {
-			case ' ', '\t', '\r', '\n':
-			case '[', ']', ',':
-			default:
-				return c, nil
-			}
+		i := r.pos
+		for i < len(r.piece) && between[r.piece[i]] {
+			i++
+		}
+		r.work += int64(i - r.pos)
+		r.pos = i
+		if i < len(r.piece) {
+			return r.piece[i], nil
+		}
+		if r.eol {
+			r.passLines()
 		}
 		if err := r.next(); err != nil {
 			return 0, err
@@ -234,9 +364,58 @@ func (r *Reader) skipSpace() (byte, error) {
 	}
 }
 
+// between marks the bytes skipSpace skips.
+var between = func() (b [256]bool) {
+	for _, c := range []byte(" \t\r\n[],") {
+		b[c] = true
+	}
+	return b
+}()
+
+// passLines passes over the whole lines buffered in br, after a piece
+// that ended its line, that hold no record or are one invalid record: what
+// step would do with them, a line costing a few bytes' work rather than a
+// call of ReadSlice and of step. It stops at a line that holds what may
+// start a record ('{', or a digit that may start a CloudWatch prefix).
+func (r *Reader) passLines() {
+	if r.line == 0 {
+		return // the byte-order mark is next's to drop
+	}
+	d, _ := r.br.Peek(r.br.Buffered())
+	used, i := 0, 0 // d[:used] is the lines passed over
+	for {
+		// Blank lines, and what skipSpace skips at the start of the next.
+		for i < len(d) && between[d[i]] {
+			if d[i] == '\n' {
+				used = i + 1
+				r.line++
+			}
+			i++
+		}
+		if i == len(d) {
+			break
+		}
+		l := d[used:] // the line d[i] is the first byte of note on
+		if c := d[i]; c == '{' || isDigit(c) && i-used == blanks(l) && r.prefix(l) >= 0 {
+			break
+		}
+		nl := bytes.IndexByte(d[i:], '\n')
+		if nl < 0 {
+			break
+		}
+		r.count(kindInvalid, r.line+1, 1) // as step counts it, then skips the line
+		r.line++
+		i += nl + 1
+		used = i
+	}
+	r.work += int64(i)
+	r.br.Discard(used)
+}
+
 // skipLine skips the rest of the line.
 func (r *Reader) skipLine() error {
 	for {
+		r.work += int64(len(r.piece) - r.pos)
 		r.pos = len(r.piece)
 		if r.eol {
 			return nil
@@ -253,25 +432,39 @@ func (r *Reader) skipLine() error {
 func (r *Reader) skip() error {
 	closed := false // the last non-blank byte of the line was a '}'
 	for {
-		for ; r.pos < len(r.piece); r.pos++ {
-			switch r.piece[r.pos] {
-			case '}':
-				closed = true
-			case ' ', '\t', '\r':
-			case '{':
-				if closed {
+		d := r.piece
+		for r.pos < len(d) {
+			if closed {
+				// Blanks, then a '{' ends the skip; anything else does not.
+				i := r.pos
+				for i < len(d) && (d[i] == ' ' || d[i] == '\t' || d[i] == '\r') {
+					i++
+				}
+				r.work += int64(i - r.pos)
+				r.pos = i
+				if i == len(d) {
+					break
+				}
+				if d[i] == '{' {
 					return nil
 				}
-				fallthrough
-			default:
 				closed = false
 			}
+			j := bytes.IndexByte(d[r.pos:], '}')
+			if j < 0 {
+				r.work += int64(len(d) - r.pos)
+				r.pos = len(d)
+				break
+			}
+			r.work += int64(j + 1)
+			r.pos += j + 1
+			closed = true
 		}
 		if err := r.next(); err != nil {
 			return err
 		}
 		if r.head {
-			if startsRecord(r.piece, r.base) {
+			if r.startsRecord(r.piece, r.base) {
 				return nil
 			}
 			closed = false
@@ -308,18 +501,18 @@ func (r *Reader) next() error {
 	return nil
 }
 
-// count counts a record of kind k that starts on line.
-func (r *Reader) count(k kind, line int) {
+// count counts n records of kind k that start on line.
+func (r *Reader) count(k kind, line int, n int) {
 	c := &r.counts
-	c.Records++
+	c.Records += int64(n)
 	switch k {
 	case kindEvent:
-		c.Events++
+		c.Events += int64(n)
 	case kindNotEvent:
-		c.NotEvent++
+		c.NotEvent += int64(n)
 	default:
-		c.Invalid++
-		if len(c.FirstInvalid) < keepFirst {
+		c.Invalid += int64(n)
+		for range min(n, keepFirst-len(c.FirstInvalid)) {
 			c.FirstInvalid = append(c.FirstInvalid, line)
 		}
 	}
@@ -328,21 +521,96 @@ func (r *Reader) count(k kind, line int) {
 // startsRecord reports whether the line that d starts with starts a
 // record (see Reader): its first non-blank byte is a '{' or '[' at most
 // base blanks in, or it is a CloudWatch Logs line.
-func startsRecord(d []byte, base int) bool {
+func (r *Reader) startsRecord(d []byte, base int) bool {
 	d = d[:min(len(d), lineHead)]
 	i := blanks(d)
-	return i < len(d) && (i <= base && (d[i] == '{' || d[i] == '[') || isDigit(d[i]) && prefix(d) >= 0)
+	r.work += int64(i + 1)
+	return i < len(d) && (i <= base && (d[i] == '{' || d[i] == '[') || isDigit(d[i]) && r.prefix(d) >= 0)
 }
 
-// cloudWatch matches the start of a CloudWatch Logs line (see Reader) up
-// to the '{' of its record.
-var cloudWatch = regexp.MustCompile(`^[ \t\r]*\d{4}-\d\d-\d\d[Tt ]\d\d:\d\d:\d\d(?:\.\d+)?(?:[Zz]|[+-]\d\d:?\d\d)?[ \t]+(?:[^ \t\r\n{]+[ \t]+)?\{`)
-
 // prefix returns where the '{' is that follows a CloudWatch Logs prefix
-// at the start of the line that d starts with, -1 if it has none.
-func prefix(d []byte) int {
-	m := cloudWatch.Find(d[:min(len(d), lineHead)])
-	return len(m) - 1 // m ends with the '{'
+// at the start of the line that d starts with, -1 if it has none: blanks,
+// a date-time (2026-11-30T10:00:00, with an optional fraction and zone, 'T'
+// or a space in the middle), blanks, and optionally one word (a log stream)
+// and blanks. It is the regular expression cloudWatch (in the tests)
+// written out, as it runs on every line that starts with a digit.
+func (r *Reader) prefix(d []byte) int {
+	d = d[:min(len(d), lineHead)]
+	i := blanks(d)
+	r.work += int64(i + 1)
+	const shape = "dddd-dd-dd_dd:dd:dd"
+	if len(d)-i < len(shape) {
+		return -1
+	}
+	for k := range len(shape) {
+		switch c := d[i+k]; shape[k] {
+		case 'd':
+			if !isDigit(c) {
+				return -1
+			}
+		case '_':
+			if c != 'T' && c != 't' && c != ' ' {
+				return -1
+			}
+		default:
+			if c != shape[k] {
+				return -1
+			}
+		}
+	}
+	i += len(shape)
+	if i+1 < len(d) && d[i] == '.' && isDigit(d[i+1]) {
+		i += 2
+		for i < len(d) && isDigit(d[i]) {
+			i++
+		}
+	}
+	i = zone(d, i)
+	j := spaces(d, i)
+	r.work += int64(j)
+	if j == i || j == len(d) {
+		return -1
+	}
+	if d[j] == '{' {
+		return j
+	}
+	k := j // a log stream's name
+	for k < len(d) && d[k] != ' ' && d[k] != '\t' && d[k] != '\r' && d[k] != '\n' && d[k] != '{' {
+		k++
+	}
+	l := spaces(d, k)
+	r.work += int64(l - j)
+	if l == k || l == len(d) || d[l] != '{' {
+		return -1
+	}
+	return l
+}
+
+// zone returns where the zone (Z, +hh:mm, +hhmm, -hh:mm or -hhmm) that may
+// start at d[i] ends: i if there is none.
+func zone(d []byte, i int) int {
+	if i < len(d) && (d[i] == 'Z' || d[i] == 'z') {
+		return i + 1
+	}
+	if i+5 > len(d) || d[i] != '+' && d[i] != '-' || !isDigit(d[i+1]) || !isDigit(d[i+2]) {
+		return i
+	}
+	j := i + 3
+	if d[j] == ':' {
+		j++
+	}
+	if j+2 > len(d) || !isDigit(d[j]) || !isDigit(d[j+1]) {
+		return i
+	}
+	return j + 2
+}
+
+// spaces returns where the spaces and tabs from d[i] on end.
+func spaces(d []byte, i int) int {
+	for i < len(d) && (d[i] == ' ' || d[i] == '\t') {
+		i++
+	}
+	return i
 }
 
 // blanks is how many blanks d starts with.

@@ -271,3 +271,104 @@ func (ys) Read(p []byte) (int, error) {
 	}
 	return len(p), nil
 }
+
+// pathological are logs of garbage, each a pattern repeated: what a reader
+// that gets them wrong spends time on out of proportion to their size.
+var pathological = []struct {
+	name, unit string
+}{
+	{"braces", "{"},
+	{"brackets", "["},
+	{"quotes", `"`},
+	{"spaces", " "},
+	{"newlines", "\n"},
+	{"blank lines", " \r\n"},
+	{"braces on lines", "{\n"},
+	{"braces and spaces", "{ "},
+	{"keys", `{"a":`},
+	{"keys without values", `{"a"`},
+	{"empty objects", "{}"},
+	{"unterminated string", `{"a":"` + strings.Repeat("x", 1<<20)},
+	{"unterminated strings on lines", `{"a":"xxxxxxxxxx` + "\n"},
+	{"deep arrays", `{"a":` + strings.Repeat("[", 1<<20)},
+	{"deep objects", `{"a":`},
+	{"words", "x"},
+	{"digits on lines", "1\n"},
+	{"dates on lines", "2026-11-30T10:00:00 x\n"},
+	{"cut records", `{"eventType":"TEXT_DELIVERED","messageId":"`},
+	{"objects on lines", strings.Repeat(`{"x":1}`, 4000) + "\n"},
+	{"events on lines", strings.Repeat(`{"eventType":"TEXT_DELIVERED","messageId":"m","eventTimestamp":1}`, 400) + "\n"},
+}
+
+// repeated is unit repeated to size bytes.
+func repeated(unit string, size int) []byte {
+	return bytes.Repeat([]byte(unit), size/len(unit)+1)[:size]
+}
+
+// TestReaderLinear: on every pathological log the Reader looks at each byte
+// a few times at most, whatever the log's size. It counts the bytes it
+// looks at (Reader.work), so that the test holds on a loaded machine and
+// under the race detector; BenchmarkReaderPathological times the same logs.
+func TestReaderLinear(t *testing.T) {
+	const small, large = 256 << 10, 2 << 20
+	for _, tc := range pathological {
+		t.Run(tc.name, func(t *testing.T) {
+			perByte := func(size int) float64 {
+				r := NewReader(bytes.NewReader(repeated(tc.unit, size)))
+				if _, _, err := readAll(r); err != nil {
+					t.Fatal(err)
+				}
+				return float64(r.work) / float64(size)
+			}
+			s, l := perByte(small), perByte(large)
+			if l > 6 || l > 1.25*s+0.01 {
+				t.Errorf("looked at each byte %.2f times in %d bytes, %.2f times in %d", s, small, l, large)
+			}
+		})
+	}
+}
+
+// TestReaderLongLines: a line far longer than the buffer, whatever it
+// holds, is read in bounded memory: nothing of the log is kept but the
+// record being read, at most MaxRecord bytes.
+func TestReaderLongLines(t *testing.T) {
+	const size = 64 << 20
+	for _, tc := range []struct{ name, head, unit string }{
+		{"text", "", "x"},
+		{"braces", "", "{"},
+		{"a string", `{"a":"`, "x"},
+		{"spaces", "", " "},
+		{"an array", `{"a":[`, "1,"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			unit := repeated(tc.unit, 64<<10)
+			log := io.MultiReader(strings.NewReader(tc.head), io.LimitReader(&cycle{b: unit}, size), strings.NewReader("\n"+e("b")+"\n"))
+			var m0, m1 runtime.MemStats
+			runtime.ReadMemStats(&m0)
+			got, _, err := readAll(NewReader(log))
+			runtime.ReadMemStats(&m1)
+			if err != nil || len(got) != 1 || got[0].MessageID != "b" {
+				t.Errorf("a line of 64 MB, then an event: %v %+v", err, got)
+			}
+			if alloc := m1.TotalAlloc - m0.TotalAlloc; alloc > 4*MaxRecord {
+				t.Errorf("reading a line of 64 MB allocated %d bytes", alloc)
+			}
+		})
+	}
+}
+
+// cycle reads as b over and over.
+type cycle struct {
+	b   []byte
+	off int
+}
+
+func (c *cycle) Read(p []byte) (int, error) {
+	n := 0
+	for n < len(p) {
+		k := copy(p[n:], c.b[c.off:])
+		n += k
+		c.off = (c.off + k) % len(c.b)
+	}
+	return n, nil
+}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 	"testing"
 	"time"
 )
@@ -182,4 +183,83 @@ type refBody struct {
 			} `json:"value"`
 		} `json:"changes"`
 	} `json:"entry"`
+}
+
+// pathological are the logs of garbage internal/smsevent's benchmarks and
+// linearity test read, for the same figures of this Reader.
+var pathological = []struct {
+	name, unit string
+}{
+	{"braces", "{"},
+	{"brackets", "["},
+	{"quotes", `"`},
+	{"spaces", " "},
+	{"newlines", "\n"},
+	{"blank lines", " \r\n"},
+	{"braces on lines", "{\n"},
+	{"braces and spaces", "{ "},
+	{"keys", `{"a":`},
+	{"keys without values", `{"a"`},
+	{"empty objects", "{}"},
+	{"unterminated string", `{"a":"` + strings.Repeat("x", 1<<20)},
+	{"unterminated strings on lines", `{"a":"xxxxxxxxxx` + "\n"},
+	{"deep arrays", `{"a":` + strings.Repeat("[", 1<<20)},
+	{"deep objects", `{"a":`},
+	{"words", "x"},
+	{"digits on lines", "1\n"},
+	{"dates on lines", "2026-11-30T10:00:00 x\n"},
+	{"cut records", `{"eventType":"TEXT_DELIVERED","messageId":"`},
+	{"objects on lines", strings.Repeat(`{"x":1}`, 4000) + "\n"},
+	{"events on lines", strings.Repeat(`{"eventType":"TEXT_DELIVERED","messageId":"m","eventTimestamp":1}`, 400) + "\n"},
+}
+
+// repeated is unit repeated to size bytes.
+func repeated(unit string, size int) []byte {
+	return bytes.Repeat([]byte(unit), size/len(unit)+1)[:size]
+}
+
+// BenchmarkReaderBraces reads 1 GB of '{', streamed from memory: the
+// reference for internal/smsevent's benchmark of the same name (issue 23).
+func BenchmarkReaderBraces(b *testing.B) {
+	const size = 1 << 30
+	chunk := repeated("{", 64<<10)
+	b.SetBytes(size)
+	b.ReportAllocs()
+	for b.Loop() {
+		src := io.LimitReader(io.MultiReader(func() []io.Reader {
+			rs := make([]io.Reader, size/len(chunk))
+			for i := range rs {
+				rs[i] = bytes.NewReader(chunk)
+			}
+			return rs
+		}()...), size)
+		r := NewReader(src)
+		if _, err := r.Next(); err != io.EOF {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(b.Elapsed().Seconds()/float64(b.N), "s/GB")
+}
+
+// BenchmarkReaderPathological reads 64 MB of each pathological log, in
+// ns/B, beside internal/smsevent's benchmark of the same name.
+func BenchmarkReaderPathological(b *testing.B) {
+	const size = 64 << 20
+	for _, tc := range pathological {
+		b.Run(tc.name, func(b *testing.B) {
+			log := repeated(tc.unit, size)
+			b.SetBytes(size)
+			for b.Loop() {
+				r := NewReader(bytes.NewReader(log))
+				for {
+					if _, err := r.Next(); err == io.EOF {
+						break
+					} else if err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/size, "ns/B")
+		})
+	}
 }
