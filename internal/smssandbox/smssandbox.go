@@ -373,6 +373,15 @@ func (s *Server) latency() time.Duration {
 	return max(d, 0)
 }
 
+// LongestHold is the longest the server keeps an answer back on purpose:
+// the most latency can draw and a late answer's LateDelay. An http.Server
+// serving it must allow more than this to write an answer (its
+// WriteTimeout), or late answers are cut off instead of timing out at the
+// client.
+func (s *Server) LongestHold() time.Duration {
+	return max(s.cfg.Latency+max(s.cfg.Jitter, 0), 0) + s.lateDelay
+}
+
 // delay waits d; it reports false if the client went away first. Close
 // ends the wait early (and the answer is then written).
 func (s *Server) delay(ctx context.Context, d time.Duration) bool {
