@@ -22,7 +22,7 @@ import (
 // committed transaction, and returns them. The write comes first so that
 // a crash after a request leaves can never make its row look unsent.
 func (s *Store) Claim(ctx context.Context, sender string, now time.Time, limit int) (_ []engine.Job, err error) {
-	defer full(&err)
+	defer mark(&err)
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, fmt.Errorf("claim: %w", err)
@@ -162,7 +162,7 @@ func (s *Store) NextDue(ctx context.Context, sender string) (t time.Time, ok boo
 // failed one its Reason (fail_reason, NULL for ""); a throttled one counts
 // one more throttled try (throttles).
 func (s *Store) Record(ctx context.Context, results []engine.Result) (err error) {
-	defer full(&err)
+	defer mark(&err)
 	if len(results) == 0 {
 		return nil
 	}
@@ -230,7 +230,7 @@ func (s *Store) Record(ctx context.Context, results []engine.Result) (err error)
 // builds the index again, in one pass, for reconcile. Until then a
 // reconcile would scan the table for each id.
 func (s *Store) DropWAMIDIndex(ctx context.Context) (err error) {
-	defer full(&err)
+	defer mark(&err)
 	if _, err := s.db.ExecContext(ctx, `DROP INDEX IF EXISTS recipients_wamid`); err != nil {
 		return fmt.Errorf("drop the message id index: %w", err)
 	}
@@ -241,7 +241,7 @@ func (s *Store) DropWAMIDIndex(ctx context.Context) (err error) {
 // it: when a run stops, and before a reconcile (a killed run left it
 // dropped). With the index in place it does nothing.
 func (s *Store) IndexWAMIDs(ctx context.Context) (err error) {
-	defer full(&err)
+	defer mark(&err)
 	if _, err := s.db.ExecContext(ctx, wamidIndex); err != nil {
 		return fmt.Errorf("index message ids: %w", err)
 	}
@@ -251,7 +251,7 @@ func (s *Store) IndexWAMIDs(ctx context.Context) (err error) {
 // RecoverSending marks rows a previous run left `sending` (it crashed or
 // was killed) as in doubt: their requests may have reached the API.
 func (s *Store) RecoverSending(ctx context.Context, now time.Time) (_ int64, err error) {
-	defer full(&err)
+	defer mark(&err)
 	res, err := s.db.ExecContext(ctx, `UPDATE recipients SET status = 'in_doubt', error_title = 'run ended while sending', updated_at = ? WHERE status = 'sending'`, ms(now))
 	if err != nil {
 		return 0, fmt.Errorf("recover sending rows: %w", err)
@@ -264,7 +264,7 @@ func (s *Store) RecoverSending(ctx context.Context, now time.Time) (_ int64, err
 // asked for outlives the run, so that a run started again at once (by
 // cron, on exit 3) sends nothing before it ends. It returns the rows moved.
 func (s *Store) Defer(ctx context.Context, until time.Time) (_ int64, err error) {
-	defer full(&err)
+	defer mark(&err)
 	res, err := s.db.ExecContext(ctx, `UPDATE recipients SET next_at = ?1 WHERE status = 'pending' AND next_at < ?1`, ms(until))
 	if err != nil {
 		return 0, fmt.Errorf("defer pending rows: %w", err)
@@ -289,7 +289,7 @@ type Run struct {
 // BeginRun records that a run begins; the attempts Record writes from now
 // on are this run's.
 func (s *Store) BeginRun(ctx context.Context, r Run) (_ int64, err error) {
-	defer full(&err)
+	defer mark(&err)
 	senders, err := json.Marshal(r.Senders)
 	if err != nil {
 		return 0, err
@@ -310,7 +310,7 @@ func (s *Store) BeginRun(ctx context.Context, r Run) (_ int64, err error) {
 // EndRun records that run id ended at, and what it learned of its
 // numbers' limits (nil: nothing).
 func (s *Store) EndRun(ctx context.Context, id int64, at time.Time, learned map[string]float64) (err error) {
-	defer full(&err)
+	defer mark(&err)
 	var l any // NULL
 	if len(learned) > 0 {
 		b, err := json.Marshal(learned)
@@ -328,7 +328,7 @@ func (s *Store) EndRun(ctx context.Context, id int64, at time.Time, learned map[
 // ForgetRun deletes the record of run id: a run that sent nothing (a
 // finished campaign run again from cron) is not part of its history.
 func (s *Store) ForgetRun(ctx context.Context, id int64) (err error) {
-	defer full(&err)
+	defer mark(&err)
 	if _, err := s.db.ExecContext(ctx, `DELETE FROM runs WHERE id = ?`, id); err != nil {
 		return fmt.Errorf("forget the run: %w", err)
 	}

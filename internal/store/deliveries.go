@@ -113,7 +113,7 @@ const deliveryBatch = 128
 // stored for a row stays (reconcile gives a row pricing only when it has
 // none, so this guards the rule rather than making it).
 func (s *Store) SaveDeliveries(ctx context.Context, withIDs, others []reconcile.Delivery, now time.Time) (err error) {
-	defer full(&err)
+	defer mark(&err)
 	if len(withIDs)+len(others) == 0 {
 		return nil
 	}

@@ -27,7 +27,7 @@ func (s *Store) OptOut(ctx context.Context, sender string, next func() (string, 
 // suppress skips the rows not yet sent (of sender, "" for any) whose
 // phone next lists, as kind with reason.
 func (s *Store) suppress(ctx context.Context, next func() (string, error), sender string, kind campaign.SkipKind, reason string) (_ int64, err error) {
-	defer full(&err)
+	defer mark(&err)
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return 0, fmt.Errorf("exclude: %w", err)

@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"time"
-
-	"github.com/mattn/go-sqlite3"
 )
 
 // This file is what a campaign report reads beyond status: the attempts
@@ -20,13 +18,29 @@ import (
 var ErrNotCheckpoint = errors.New("not a bulksend checkpoint")
 
 // Check says whether the file at path is a bulksend checkpoint, reading it
-// only (read-only, no migration, nothing created): nil when it is; an
+// only (no migration, nothing created, nothing written but the rollback of
+// an import that was killed, see readQuery): nil when it is; an
 // error wrapping ErrNotCheckpoint when it is not; one wrapping
 // ErrNewerSchema for a checkpoint written by a newer bulksend; ErrNoSettings
-// for one made but never set up. Open, by contrast, makes any SQLite file a
-// checkpoint, so a command that only reads checks first.
+// for one made but never set up.
 func Check(path string) error {
-	db, err := sql.Open("sqlite3", "file:"+path+"?mode=ro&_busy_timeout=5000")
+	path, err := Resolve(path)
+	if err != nil {
+		return err
+	}
+	ok, _ := writable(path)
+	return check(path, !ok)
+}
+
+// check is Check on a resolved path; immutable reads a file this process
+// cannot write (see OpenRead).
+//
+// A file it may write is read through a read-write connection that
+// changes nothing itself: a read-only one could not roll back the journal
+// of an import that was killed, as any first connection must, and would
+// fail ("attempt to write a readonly database").
+func check(path string, immutable bool) error {
+	db, err := sql.Open("sqlite3", uri(path, readQuery(!immutable)))
 	if err != nil {
 		return fmt.Errorf("open checkpoint %q: %w", path, err)
 	}
@@ -34,22 +48,24 @@ func Check(path string) error {
 	ctx := context.Background()
 	var tables int
 	err = db.QueryRowContext(ctx, `SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name IN ('meta', 'recipients')`).Scan(&tables)
-	var se sqlite3.Error
 	switch {
-	case errors.As(err, &se) && se.Code == sqlite3.ErrNotADB:
-		return fmt.Errorf("%q: %w (not a SQLite database)", path, ErrNotCheckpoint)
+	case isNotADB(err):
+		return notADB(path, err)
 	case err != nil:
+		mark(&err)
 		return fmt.Errorf("open checkpoint %q: %w", path, err)
 	case tables < 2:
 		return fmt.Errorf("%q: %w (a SQLite database without bulksend's tables)", path, ErrNotCheckpoint)
 	}
 	if v, err := userVersion(ctx, db); err != nil {
+		mark(&err)
 		return fmt.Errorf("open checkpoint %q: %w", path, err)
 	} else if v > schemaVersion {
 		return fmt.Errorf("open checkpoint %q: %w", path, newerSchema(v))
 	}
 	s := &Store{db: db, q: db, path: path}
 	if _, err := s.Settings(ctx); err != nil {
+		mark(&err)
 		return fmt.Errorf("open checkpoint %q: %w", path, err)
 	}
 	return nil

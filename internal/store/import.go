@@ -49,7 +49,7 @@ const importBatch = 128
 // turns each batch of rows into the arguments of one INSERT, which SQLite's
 // goroutine then runs through the driver directly (see insertRows).
 func (s *Store) Import(ctx context.Context, next func() (Row, error), settings func() Settings) (_ int64, err error) {
-	defer full(&err)
+	defer mark(&err)
 	if _, err := s.Settings(ctx); err == nil {
 		return 0, errors.New("import: checkpoint already holds a campaign")
 	} else if !errors.Is(err, ErrNoSettings) {

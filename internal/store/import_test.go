@@ -126,6 +126,11 @@ func TestImportKilled(t *testing.T) {
 		t.Fatalf("checkpoint at the kill: %v, %v; want over 10 MB written", fi, err)
 	}
 
+	// What a run reads before it takes the checkpoint: the killed
+	// import's journal is rolled back, not refused.
+	if _, err := ReadSettings(path); !errors.Is(err, ErrNoSettings) {
+		t.Fatalf("ReadSettings after a killed import: %v, want ErrNoSettings", err)
+	}
 	ctx := context.Background()
 	s, err := Open(path)
 	if err != nil {

@@ -14,7 +14,7 @@ import (
 // rather than resent. It returns how many rows became what: this is the
 // one place the policy is written, for run and reconcile alike.
 func (s *Store) ApplyPolicy(ctx context.Context, p campaign.Policy, cutoff, now time.Time, maxAttempts int) (_ campaign.PolicyResult, err error) {
-	defer full(&err)
+	defer mark(&err)
 	var r campaign.PolicyResult
 	var q string
 	switch p {

@@ -87,7 +87,7 @@ func (s *Store) Settings(ctx context.Context) (Settings, error) {
 // st.MaxAttempts (it was lowered) are failed in the same transaction, so a
 // lower limit never allows one more send. It returns how many it failed.
 func (s *Store) SaveSettings(ctx context.Context, st Settings) (_ int64, err error) {
-	defer full(&err)
+	defer mark(&err)
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return 0, fmt.Errorf("save settings: %w", err)
@@ -119,10 +119,16 @@ func writeSettings(ctx context.Context, e execer, st Settings) error {
 }
 
 // ReadSettings reads the settings of the checkpoint at path without taking
-// it: read only, no migration, nothing created. It returns ErrNoSettings
+// it: no migration, nothing created, nothing written (but the rollback of
+// an import that was killed, see readQuery). It returns ErrNoSettings
 // for a checkpoint that holds no campaign yet.
 func ReadSettings(path string) (Settings, error) {
-	db, err := sql.Open("sqlite3", "file:"+path+"?mode=ro&_busy_timeout=5000")
+	path, err := Resolve(path)
+	if err != nil {
+		return Settings{}, err
+	}
+	ok, _ := writable(path)
+	db, err := sql.Open("sqlite3", uri(path, readQuery(ok)))
 	if err != nil {
 		return Settings{}, fmt.Errorf("open checkpoint %q: %w", path, err)
 	}
@@ -132,5 +138,9 @@ func ReadSettings(path string) (Settings, error) {
 	if err != nil && !errors.Is(err, ErrNoSettings) && strings.Contains(err.Error(), "no such table") {
 		return st, ErrNoSettings // made, but never set up
 	}
+	if isNotADB(err) {
+		return st, notADB(path, err)
+	}
+	mark(&err)
 	return st, err
 }

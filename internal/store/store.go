@@ -46,6 +46,9 @@ type Store struct {
 	db   *sql.DB // the read-write connection; nil in a view
 	q    reader  // what reads go through: db, or a view's transaction
 	path string
+	// immutable: opened read-only on a file this process cannot write
+	// (OpenRead); its read pool is opened so too.
+	immutable bool
 
 	readMu   sync.Mutex
 	readOnly *sql.DB // the read-only pool, opened by the first View; nil before
@@ -70,18 +73,44 @@ const claimSelect = `SELECT * FROM (SELECT row, phone, params, attempts, COALESC
 		WHERE status = 'pending' AND sender = ?1 AND next_at <= 0 ORDER BY next_at, row LIMIT ?3)
 	LIMIT ?3`
 
-// Open opens the checkpoint at path, creating it (mode 0600: it holds phone
-// numbers) if it does not exist, and brings its schema up to date (see
-// migrate). A checkpoint written by a newer bulksend is refused with an
-// error wrapping ErrNewerSchema.
+// Open opens the checkpoint at path for a run, creating it (mode 0600: it
+// holds phone numbers) if it does not exist, and brings its schema up to
+// date (see migrate). Every name of the file opens it under its resolved
+// name (Resolve). It refuses: a checkpoint written by a newer bulksend
+// (ErrNewerSchema), a SQLite file that is not a checkpoint, or not SQLite
+// at all, which it leaves as it was (ErrNotCheckpoint), a file with other
+// hard links (ErrHardLinked), and one it cannot write (ErrReadOnly: see
+// OpenRead).
 func Open(path string) (*Store, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	path, err := Resolve(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkFile(path); err != nil {
+		return nil, err
+	}
+	if ok, why := writable(path); !ok {
+		return nil, fmt.Errorf("open checkpoint %q: %w (%v): a run writes it; status, export and report can read it", path, ErrReadOnly, why)
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("open checkpoint %q: %w", path, err)
 	}
+	fi, err := f.Stat()
 	f.Close()
-	dsn := "file:" + path + "?_journal_mode=WAL&_synchronous=NORMAL&_busy_timeout=5000&_txlock=immediate"
-	db, err := sql.Open("sqlite3", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("open checkpoint %q: %w", path, err)
+	}
+	if err := checkInfo(path, fi); err != nil {
+		return nil, err
+	}
+	if fi.Size() > 0 {
+		// Before the connection below switches the file to WAL.
+		if err := foreign(path); err != nil {
+			return nil, err
+		}
+	}
+	db, err := sql.Open("sqlite3", uri(path, "_journal_mode=WAL&_synchronous=NORMAL&_busy_timeout=5000&_txlock=immediate"))
 	if err != nil {
 		return nil, fmt.Errorf("open checkpoint %q: %w", path, err)
 	}
@@ -91,25 +120,103 @@ func Open(path string) (*Store, error) {
 	s := &Store{db: db, q: db, path: path}
 	if err := migrate(context.Background(), db); err != nil {
 		db.Close()
+		mark(&err)
 		return nil, fmt.Errorf("open checkpoint %q: %w", path, err)
 	}
-	if s.claimSelect, err = db.Prepare(claimSelect); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("open checkpoint %q: %w", path, err)
-	}
-	if s.claimUpdate, err = db.Prepare(`UPDATE recipients SET status = 'sending', attempts = attempts + 1, attempted_at = ?1, updated_at = ?1
-		WHERE row IN (SELECT value FROM json_each(?2))`); err != nil {
-		s.claimSelect.Close()
-		db.Close()
-		return nil, fmt.Errorf("open checkpoint %q: %w", path, err)
-	}
-	if s.attemptsInsert, err = db.Prepare(attemptsInsert(attemptsBatch)); err != nil {
-		s.claimSelect.Close()
-		s.claimUpdate.Close()
+	if err := s.prepare(); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open checkpoint %q: %w", path, err)
 	}
 	return s, nil
+}
+
+// OpenRead opens the checkpoint at path for the commands that read it
+// (status, export, report). It creates nothing: a missing file is an
+// error. A checkpoint this process may write is opened as Open does. One
+// it cannot write (read-only media, a backup or an auditor's copy without
+// write permission) is opened read-only and immutable, so that SQLite
+// makes no WAL beside it: its writes fail, and one that holds an older
+// schema, which would need migrating, is refused with ErrReadOnly.
+func OpenRead(path string) (*Store, error) {
+	path, err := Resolve(path)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("open checkpoint: %w", err)
+	}
+	if err := checkInfo(path, fi); err != nil {
+		return nil, err
+	}
+	ok, why := writable(path)
+	if ok {
+		return Open(path)
+	}
+	if err := check(path, true); err != nil {
+		return nil, err
+	}
+	db, err := sql.Open("sqlite3", uri(path, "mode=ro&immutable=1"))
+	if err != nil {
+		return nil, fmt.Errorf("open checkpoint %q: %w", path, err)
+	}
+	db.SetMaxOpenConns(1)
+	v, err := userVersion(context.Background(), db)
+	if err == nil && v < schemaVersion {
+		err = fmt.Errorf("%w (%v), and written by an older bulksend (schema %d, this one reads %d): copy it to a writable folder to read it", ErrReadOnly, why, v, schemaVersion)
+	}
+	if err != nil {
+		db.Close()
+		mark(&err)
+		return nil, fmt.Errorf("open checkpoint %q: %w", path, err)
+	}
+	s := &Store{db: db, q: db, path: path, immutable: true}
+	if err := s.prepare(); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open checkpoint %q: %w", path, err)
+	}
+	return s, nil
+}
+
+// prepare makes the statements a run repeats.
+func (s *Store) prepare() (err error) {
+	if s.claimSelect, err = s.db.Prepare(claimSelect); err != nil {
+		return err
+	}
+	if s.claimUpdate, err = s.db.Prepare(`UPDATE recipients SET status = 'sending', attempts = attempts + 1, attempted_at = ?1, updated_at = ?1
+		WHERE row IN (SELECT value FROM json_each(?2))`); err != nil {
+		s.claimSelect.Close()
+		return err
+	}
+	if s.attemptsInsert, err = s.db.Prepare(attemptsInsert(attemptsBatch)); err != nil {
+		s.claimSelect.Close()
+		s.claimUpdate.Close()
+		return err
+	}
+	return nil
+}
+
+// foreign refuses the SQLite file at path when it holds tables and not
+// bulksend's (another program's database), or is not SQLite at all; one
+// without tables (a first run that stopped before its schema) passes.
+func foreign(path string) error {
+	db, err := sql.Open("sqlite3", uri(path, readQuery(true)))
+	if err != nil {
+		return fmt.Errorf("open checkpoint %q: %w", path, err)
+	}
+	defer db.Close()
+	var all, ours int
+	err = db.QueryRow(`SELECT COUNT(*), COUNT(*) FILTER (WHERE name IN ('meta', 'recipients')) FROM sqlite_master WHERE type = 'table'`).Scan(&all, &ours)
+	switch {
+	case isNotADB(err):
+		return notADB(path, err)
+	case err != nil:
+		mark(&err)
+		return fmt.Errorf("open checkpoint %q: %w", path, err)
+	case all > 0 && ours < 2:
+		return fmt.Errorf("%q: %w (a SQLite database of another program, left as it was): point --db at a CAMPAIGN.bulksend.db file or a new name", path, ErrNotCheckpoint)
+	}
+	return nil
 }
 
 // Close closes the checkpoint, and its read-only pool if a View opened it.
@@ -172,7 +279,11 @@ func (s *Store) readPool() (*sql.DB, error) {
 		return nil, fmt.Errorf("read checkpoint %q: %w", s.path, errClosed)
 	}
 	if s.readOnly == nil {
-		db, err := sql.Open("sqlite3", "file:"+s.path+"?mode=ro&_busy_timeout=5000&_txlock=deferred")
+		q := "mode=ro&_busy_timeout=5000&_txlock=deferred"
+		if s.immutable {
+			q = "mode=ro&immutable=1"
+		}
+		db, err := sql.Open("sqlite3", uri(s.path, q))
 		if err != nil {
 			return nil, fmt.Errorf("read checkpoint %q: %w", s.path, err)
 		}
@@ -196,13 +307,40 @@ type diskFullError struct{ error }
 func (e diskFullError) Is(target error) bool { return target == ErrDiskFull }
 func (e diskFullError) Unwrap() error        { return e.error }
 
-// full marks err as ErrDiskFull when SQLite or the system says the disk is
-// full; the caller defers it: defer full(&err).
-func full(err *error) {
+// ErrCorrupt marks a checkpoint SQLite found damaged. The file must be
+// kept: a new checkpoint would send every row again, and most of a
+// damaged one can be read back (sqlite3's .recover).
+var ErrCorrupt = errors.New("the checkpoint is damaged")
+
+type corruptError struct{ error }
+
+func (e corruptError) Is(target error) bool { return target == ErrCorrupt }
+func (e corruptError) Unwrap() error        { return e.error }
+
+// mark marks err as ErrDiskFull when SQLite or the system says the disk is
+// full, and as ErrCorrupt when SQLite finds the file damaged; the caller
+// defers it: defer mark(&err).
+func mark(err *error) {
 	var se sqlite3.Error
-	if *err != nil && ((errors.As(*err, &se) && se.Code == sqlite3.ErrFull) || errors.Is(*err, syscall.ENOSPC)) {
+	switch {
+	case *err == nil:
+	case (errors.As(*err, &se) && se.Code == sqlite3.ErrFull) || errors.Is(*err, syscall.ENOSPC):
 		*err = diskFullError{*err}
+	case errors.As(*err, &se) && (se.Code == sqlite3.ErrCorrupt || se.Code == sqlite3.ErrNotADB):
+		*err = corruptError{*err}
 	}
+}
+
+func isNotADB(err error) bool {
+	var se sqlite3.Error
+	return errors.As(err, &se) && se.Code == sqlite3.ErrNotADB
+}
+
+// notADB is the error for a file that is not SQLite: a file of another
+// kind, or a checkpoint whose first page is damaged (the hint says to
+// keep it).
+func notADB(path string, err error) error {
+	return fmt.Errorf("%q: %w (not a SQLite database): %w", path, ErrNotCheckpoint, err)
 }
 
 type execer interface {
