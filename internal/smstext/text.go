@@ -27,6 +27,8 @@ type Text struct {
 	slots []int // column index of each placeholder occurrence
 	fixed int   // total length of lits, for Render's Grow
 	names []string
+	// columns are New's, for the reasons that name one.
+	columns []string
 	// unused are the columns no placeholder names, in column order.
 	unused []string
 }
@@ -86,7 +88,7 @@ func New(text string, columns []string) (*Text, error) {
 			col[key(c)] = i
 		}
 	}
-	t := &Text{text: text}
+	t := &Text{text: text, columns: columns}
 	used := make([]bool, len(columns))
 	seen := make(map[string]bool)
 	var missing []string
@@ -150,6 +152,24 @@ func (t *Text) Names() []string { return append([]string(nil), t.names...) }
 // Unused returns the columns no placeholder names, in column order: the
 // CLI can warn of a column the operator may have meant to use.
 func (t *Text) Unused() []string { return append([]string(nil), t.unused...) }
+
+// Control returns why a row's cells cannot fill the text, naming the
+// column, when a cell that a placeholder uses holds a control character
+// other than a line break or a tab (an escape sequence, a NUL: never
+// meant for a phone, and a terminal would act on them); "" otherwise.
+func (t *Text) Control(cells []string) string {
+	for _, c := range t.slots {
+		if c < 0 || c >= len(cells) {
+			continue
+		}
+		for _, r := range cells[c] {
+			if r < 0x20 && r != '\n' && r != '\r' && r != '\t' || r >= 0x7f && r <= 0x9f {
+				return fmt.Sprintf("column %q: has a control character (%U)", t.columns[c], r)
+			}
+		}
+	}
+	return ""
+}
 
 // String returns the text as given to New.
 func (t *Text) String() string { return t.text }

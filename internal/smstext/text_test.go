@@ -154,3 +154,27 @@ func BenchmarkRender(b *testing.B) {
 		_ = tx.Render(cells)
 	}
 }
+
+func TestControl(t *testing.T) {
+	tx, err := smstext.New("Hi {{name}}, {{code}}", []string{"name", "unused", "code"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name  string
+		cells []string
+		want  string
+	}{
+		{"plain", []string{"Ana", "x", "C1"}, ""},
+		{"line break and tab", []string{"Ana\nB\tC\r", "x", "C1"}, ""},
+		{"escape", []string{"Ana\x1b]0;title\a", "x", "C1"}, `column "name": has a control character (U+001B)`},
+		{"NUL", []string{"Ana", "x", "C\x00"}, `column "code": has a control character (U+0000)`},
+		{"C1", []string{"Ana\u009b2J", "x", "C1"}, `column "name": has a control character (U+009B)`},
+		{"unused column", []string{"Ana", "\x1b", "C1"}, ""},
+		{"short row", []string{"Ana"}, ""},
+	} {
+		if got := tx.Control(tc.cells); got != tc.want {
+			t.Errorf("%s: Control = %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}

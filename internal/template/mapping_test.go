@@ -328,6 +328,12 @@ func TestValidate(t *testing.T) {
 		{"latitude out of range", loc, []string{"A1", "91", "13.4", "", ""}, `column "header.latitude": is not a coordinate from -90 to 90 in decimal degrees`},
 		{"longitude not a number", loc, []string{"A1", "52.5", "east", "", ""}, `column "header.longitude": is not a coordinate from -180 to 180`},
 		{"short row", hello, nil, `column "name": is empty`},
+		{"escape sequence in body", spring, []string{"Ana\x1b[2J", "20%", "https://cdn.example.com/a.jpg", "A1", ""}, `column "name": has a control character (U+001B)`},
+		{"NUL in body", spring, []string{"Ana", "20\x00%", "https://cdn.example.com/a.jpg", "A1", ""}, `column "discount": has a control character (U+0000)`},
+		{"BEL in button payload", spring, []string{"Ana", "20%", "https://cdn.example.com/a.jpg", "A1", "STOP\a"}, `has a control character (U+0007)`},
+		{"C1 in body", spring, []string{"Ana\u0085", "20%", "https://cdn.example.com/a.jpg", "A1", ""}, `column "name": has a control character (U+0085)`},
+		{"DEL in file name", doc, []string{"Ana", "INV-1", "https://cdn.example.com/i.pdf", "a\x7f.pdf"}, `column "header.filename": has a control character (U+007F)`},
+		{"tab in file name", doc, []string{"Ana", "INV-1", "https://cdn.example.com/i.pdf", "a\t.pdf"}, `column "header.filename": has a control character (U+0009)`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := tc.m.Validate(tc.cells)

@@ -29,8 +29,23 @@ func (m *Mapping) Validate(cells []string) string {
 		if why := m.check(b, v); why != "" {
 			return fmt.Sprintf("column %q: %s", b.Column, why)
 		}
+		if r, ok := control(v); ok {
+			return fmt.Sprintf("column %q: has a control character (%U)", b.Column, r)
+		}
 	}
 	return ""
+}
+
+// control returns the first control character in v: C0 (the line breaks
+// and tabs that Meta refuses have their own reasons, found first), DEL and
+// C1. None is meant for a phone, and a terminal acts on them.
+func control(v string) (rune, bool) {
+	for _, r := range v {
+		if r < 0x20 || r >= 0x7f && r <= 0x9f {
+			return r, true
+		}
+	}
+	return 0, false
 }
 
 // optional slots may be empty in a row: the value is left out.

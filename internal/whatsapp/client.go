@@ -198,6 +198,11 @@ func (c *Client) Send(ctx context.Context, m campaign.Message) (campaign.Receipt
 	if err != nil {
 		return campaign.Receipt{}, neverLeft(fmt.Errorf("encode request: %w", err))
 	}
+	// Checked at import too; a checkpoint of an older release may hold
+	// anything, and the ID becomes part of the path.
+	if err := CheckSender(m.From); err != nil {
+		return campaign.Receipt{}, &campaign.SendError{Class: campaign.Permanent, Title: err.Error(), Err: err}
+	}
 	rc, rest, se := c.post(ctx, m.From+"/"+path, body)
 	if se != nil {
 		se.RestFor = max(se.RestFor, rest)
@@ -242,7 +247,7 @@ func (c *Client) post(ctx context.Context, path string, body []byte) (rc campaig
 			}
 		},
 	})
-	u := strings.TrimRight(c.BaseURL, "/") + "/" + c.Version + "/" + path
+	u := strings.TrimRight(c.BaseURL, "/") + "/" + url.PathEscape(c.Version) + "/" + path
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(body))
 	if err != nil {
 		return rc, 0, neverLeft(fmt.Errorf("build request: %w", err))

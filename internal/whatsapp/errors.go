@@ -28,7 +28,9 @@ func (e *APIError) Error() string {
 	if e.Details != "" && !strings.Contains(msg, e.Details) {
 		msg += ": " + e.Details
 	}
-	if e.Code != 0 && !strings.Contains(msg, strconv.Itoa(e.Code)) {
+	// Meta's messages often begin with the code already, as "(#131030) ";
+	// digits elsewhere (a sender ID) are not it.
+	if e.Code != 0 && !strings.Contains(msg, "(#"+strconv.Itoa(e.Code)+")") {
 		msg = fmt.Sprintf("(#%d) %s", e.Code, msg)
 	}
 	return "api: " + msg

@@ -136,6 +136,11 @@ func TestAPIErrorText(t *testing.T) {
 	if got := e.Title(); got != "Rate limit hit" {
 		t.Fatalf("Title() = %q", got)
 	}
+	// The code's digits elsewhere in the message do not stand for it.
+	e = &APIError{HTTPStatus: 400, Code: 100, Message: "Unsupported post request. Object with ID '1000002' does not exist"}
+	if got := e.Error(); !strings.HasPrefix(got, "api: (#100) Unsupported") {
+		t.Fatalf("Error() = %q, want it to begin with the code", got)
+	}
 	if got := (&APIError{HTTPStatus: 503}).Error(); got != "api: HTTP 503" {
 		t.Fatalf("bare Error() = %q", got)
 	}

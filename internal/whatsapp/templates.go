@@ -32,7 +32,7 @@ func (c *Client) Template(ctx context.Context, waba, name, lang string) (templat
 	q := url.Values{"name": {name}, "language": {lang}, "fields": {templateFields}, "limit": {"100"}}
 	for range maxTemplatePages {
 		var page template.Templates
-		if err := c.get(ctx, waba+"/message_templates", q, &page); err != nil {
+		if err := c.get(ctx, url.PathEscape(waba)+"/message_templates", q, &page); err != nil {
 			return template.Definition{}, fmt.Errorf("read template %s/%s: %w", name, lang, err)
 		}
 		if d, ok := page.Find(name, lang); ok {
@@ -54,7 +54,7 @@ func (c *Client) get(ctx context.Context, path string, q url.Values, v any) erro
 		ctx, cancel = context.WithTimeout(ctx, c.Timeout)
 		defer cancel()
 	}
-	u := strings.TrimRight(c.BaseURL, "/") + "/" + c.Version + "/" + path + "?" + q.Encode()
+	u := strings.TrimRight(c.BaseURL, "/") + "/" + url.PathEscape(c.Version) + "/" + path + "?" + q.Encode()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return err
