@@ -138,6 +138,13 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzSendTextMessage$$' -fuzztime $(FUZZTIME) ./internal/smssandbox
 	$(GO) test -run '^$$' -fuzz '^FuzzReader$$' -fuzztime $(FUZZTIME) ./internal/smsevent
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./internal/smsevent
+	$(GO) test -run '^$$' -fuzz '^FuzzLimiter$$' -fuzztime $(FUZZTIME) ./internal/csvin
+	$(GO) test -run '^$$' -fuzz '^FuzzScanner$$' -fuzztime $(FUZZTIME) ./internal/smsevent
+	$(GO) test -run '^$$' -fuzz '^FuzzPrefix$$' -fuzztime $(FUZZTIME) ./internal/smsevent
+	$(GO) test -run '^$$' -fuzz '^FuzzCheckIdentity$$' -fuzztime $(FUZZTIME) ./internal/sms
+	$(GO) test -run '^$$' -fuzz '^FuzzCheckSender$$' -fuzztime $(FUZZTIME) ./internal/whatsapp
+	$(GO) test -run '^$$' -fuzz '^FuzzEscape$$' -fuzztime $(FUZZTIME) ./internal/termtext
+	$(GO) test -run '^$$' -fuzz '^FuzzNeutralize$$' -fuzztime $(FUZZTIME) ./internal/csvout
 
 vet:
 	$(GO) vet ./...

@@ -47,6 +47,9 @@ var adapters = []string{
 	"internal/smsevent",   // its exported event records
 	"internal/metrics",    // Prometheus: the textfile and /metrics
 	"internal/report",     // a campaign's report: reads the store, writes HTML
+	"internal/listen",     // every HTTP listener: timeouts and a connection cap
+	"internal/termtext",   // outside text made safe for a terminal
+	"internal/csvout",     // outside text made safe for a spreadsheet
 }
 
 // rule forbids every package in from to depend on a package deny accepts.

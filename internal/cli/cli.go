@@ -23,6 +23,8 @@ import (
 	"github.com/bulksend/bulksend/internal/engine"
 	"github.com/bulksend/bulksend/internal/redact"
 	"github.com/bulksend/bulksend/internal/store"
+	"github.com/bulksend/bulksend/internal/template"
+	"github.com/bulksend/bulksend/internal/termtext"
 	"github.com/bulksend/bulksend/internal/whatsapp"
 )
 
@@ -83,17 +85,48 @@ func run(args []string, ios *IO) int {
 	if err == nil {
 		return ExitOK
 	}
+	return printError(ios.Err, err)
+}
+
+// printError writes err's line and its hint's, and returns its exit code.
+// Both are escaped (errorText): a hint may name a provider's resource.
+func printError(w io.Writer, err error) int {
 	code, hint := exitCode(err)
 	var unfinished *unfinishedError
 	if errors.As(err, &unfinished) {
-		fmt.Fprintf(ios.Err, "bulksend: %v\n", err)
+		fmt.Fprintf(w, "bulksend: %s\n", errorText(err))
 	} else {
-		fmt.Fprintf(ios.Err, "bulksend: error: %v\n", err)
+		fmt.Fprintf(w, "bulksend: error: %s\n", errorText(err))
 	}
 	if hint != "" {
-		fmt.Fprintf(ios.Err, "bulksend: hint: %s\n", hint)
+		fmt.Fprintf(w, "bulksend: hint: %s\n", termtext.Escape(hint))
 	}
 	return code
+}
+
+// errorText is err's message for a terminal. Errors carry outside values
+// (CSV cells and headers, webhook titles, API answers, file names), so
+// the message is escaped whole (termtext.Escape): a newline, a carriage
+// return or an ESC sequence in one of them neither breaks the line nor
+// reaches the terminal. The one layout of bulksend's own that an error
+// holds, the list of template.Problems one per line, keeps its lines:
+// each problem is escaped on its own.
+func errorText(err error) string {
+	msg := err.Error()
+	var probs template.Problems
+	if !errors.As(err, &probs) || len(probs) < 2 {
+		return termtext.Escape(msg)
+	}
+	list := probs.Error()
+	i := strings.LastIndex(msg, list)
+	if i < 0 { // a wrapper that does not show it as it is
+		return termtext.Escape(msg)
+	}
+	escaped := make(template.Problems, len(probs))
+	for j, p := range probs {
+		escaped[j] = termtext.Escape(p)
+	}
+	return termtext.Escape(msg[:i]) + escaped.Error() + termtext.Escape(msg[i+len(list):])
 }
 
 // usageError is a wrong flag, argument or input file: exit 2.
@@ -147,12 +180,24 @@ func exitCode(err error) (int, string) {
 		return ExitUsage, `--delimiter takes ",", ";", "tab" or "|"`
 	case errors.Is(err, csvin.ErrUnknownRegion):
 		return ExitUsage, "--default-region takes a two-letter ISO 3166 code, e.g. GB, US, BR"
+	case errors.Is(err, csvin.ErrTooManyColumns), errors.Is(err, csvin.ErrCellTooLong):
+		return ExitUsage, "a row or a cell is far larger than any template or SMS takes: is this the right file, saved as CSV? nothing was sent"
 	case errors.As(err, &lineErr), errors.Is(err, csvin.ErrNoHeader), errors.Is(err, csvin.ErrNoPhoneColumn), errors.Is(err, csvin.ErrDuplicateColumn):
 		return ExitUsage, "fix the CSV and run again: nothing was sent"
 	case errors.Is(err, engine.ErrUnreachable):
 		return ExitUnfinished, "check the network and --api-url, then run the same command again"
 	case errors.Is(err, context.Canceled):
 		return ExitUnfinished, "run the same command again to resume"
+	case errors.Is(err, store.ErrCorrupt):
+		return ExitFatal, "keep the checkpoint file as it is: a new one would send every row again. " +
+			"'sqlite3 CHECKPOINT .recover | sqlite3 recovered.db' saves what can be read, and " +
+			"'sqlite3 CHECKPOINT \"PRAGMA integrity_check\"' says what is damaged (attach its output when you ask for help)"
+	case errors.Is(err, store.ErrNotCheckpoint):
+		return ExitUsage, "point --db at a CAMPAIGN.bulksend.db file, or at a new name for a new campaign; if this file was a checkpoint, keep it as it is: it is damaged"
+	case errors.Is(err, store.ErrHardLinked):
+		return ExitUsage, "a checkpoint has one name: remove the other hard links (or copy the file) and run again"
+	case errors.Is(err, store.ErrReadOnly):
+		return ExitUsage, "copy the checkpoint (and its CSV) to a writable folder to resume it there; status, export and report read it where it is"
 	case errors.Is(err, store.ErrNewerSchema):
 		return ExitFatal, "upgrade bulksend to the release that wrote this checkpoint, or newer"
 	case errors.Is(err, store.ErrDiskFull), errors.Is(err, syscall.ENOSPC):
@@ -221,22 +266,7 @@ crash, a Ctrl-C or an API outage never sends a message twice or skips one.
 	})
 	root.PersistentFlags().StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	root.PersistentFlags().StringVar(&logFormat, "log-format", "text", "log format: text or json")
-	logger := func() (*slog.Logger, error) {
-		var lvl slog.Level
-		if err := lvl.UnmarshalText([]byte(logLevel)); err != nil {
-			return nil, usagef("", "invalid --log-level %q: want debug, info, warn or error", logLevel)
-		}
-		opts := &slog.HandlerOptions{Level: lvl}
-		// Recipients' phones are masked at info and above: logs are
-		// mailed by cron and kept by collectors.
-		switch logFormat {
-		case "text":
-			return slog.New(redact.NewHandler(slog.NewTextHandler(ios.Err, opts))), nil
-		case "json":
-			return slog.New(redact.NewHandler(slog.NewJSONHandler(ios.Err, opts))), nil
-		}
-		return nil, usagef("", "invalid --log-format %q: want text or json", logFormat)
-	}
+	logger := func() (*slog.Logger, error) { return newLogger(ios.Err, logLevel, logFormat) }
 	root.AddCommand(newRunCmd(ios, logger), newStatusCmd(ios), newExportCmd(ios), newReconcileCmd(ios, logger), newSandboxCmd(ios, logger), newReportCmd(ios), newVersionCmd(ios))
 	// --version prints what 'bulksend version' prints, on stdout (cobra's
 	// own --version would print on root's output: stderr, with the help).
@@ -249,6 +279,27 @@ crash, a Ctrl-C or an API outage never sends a message twice or skips one.
 		return cmd.Help()
 	}
 	return root
+}
+
+// newLogger is the log of --log-level and --log-format, written to w.
+// Recipients' phones are masked at info and above: logs are mailed by
+// cron and kept by collectors. Outside values need no escaping here: the
+// text format quotes (strconv.Quote) every message, key and value that
+// holds a control character, a space or invalid UTF-8, and the JSON
+// format escapes control characters; TestLogEscapes holds them to it.
+func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(level)); err != nil {
+		return nil, usagef("", "invalid --log-level %q: want debug, info, warn or error", level)
+	}
+	opts := &slog.HandlerOptions{Level: lvl}
+	switch format {
+	case "text":
+		return slog.New(redact.NewHandler(slog.NewTextHandler(w, opts))), nil
+	case "json":
+		return slog.New(redact.NewHandler(slog.NewJSONHandler(w, opts))), nil
+	}
+	return nil, usagef("", "invalid --log-format %q: want text or json", format)
 }
 
 // completionRequest reports whether args ask cobra for a shell completion
@@ -316,11 +367,4 @@ func signalContext(parent context.Context, ios *IO, log *slog.Logger, words inte
 			cancel()
 		})
 	}
-}
-
-// dbPath is the checkpoint of a campaign CSV: CAMPAIGN.bulksend.db beside it.
-func dbPath(csvPath string) string {
-	base := strings.TrimSuffix(csvPath, ".csv")
-	base = strings.TrimSuffix(base, ".CSV")
-	return base + ".bulksend.db"
 }

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"net"
 	"net/http"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/bulksend/bulksend/internal/campaign"
 	"github.com/bulksend/bulksend/internal/engine"
+	"github.com/bulksend/bulksend/internal/listen"
 	"github.com/bulksend/bulksend/internal/metrics"
 	"github.com/bulksend/bulksend/internal/store"
 )
@@ -47,7 +47,7 @@ type metricsOutput struct {
 	every time.Duration
 	log   *slog.Logger
 
-	srv     *http.Server // nil without --metrics-addr
+	srv     *listen.Server // nil without --metrics-addr
 	handler atomic.Pointer[http.Handler]
 	served  chan struct{} // closed when the server stops serving
 
@@ -83,14 +83,16 @@ func (o *runOptions) openMetrics() error {
 			return usagef("choose a free port (another bulksend may be running there), or drop --metrics-addr; nothing was sent",
 				"--metrics-addr %s: %w", o.metricsAddr, err)
 		}
-		mo.serve(l)
+		mo.serve(l, listen.Metrics)
 		o.log.Info("serving metrics", "url", "http://"+l.Addr().String()+"/metrics")
 	}
 	o.metricsOut = mo
 	return nil
 }
 
-func (mo *metricsOutput) serve(l net.Listener) {
+// serve serves the endpoint on l within lim (listen.Metrics; a test's
+// own, shorter).
+func (mo *metricsOutput) serve(l net.Listener, lim listen.Limits) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/metrics", func(w http.ResponseWriter, r *http.Request) {
 		if h := mo.handler.Load(); h != nil {
@@ -99,11 +101,11 @@ func (mo *metricsOutput) serve(l net.Listener) {
 		}
 		http.Error(w, "bulksend: the run has not started sending yet", http.StatusServiceUnavailable)
 	})
-	mo.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	mo.srv = listen.New(l, mux, lim, mo.log.With("listener", "metrics"))
 	mo.served = make(chan struct{})
 	go func() {
 		defer close(mo.served)
-		if err := mo.srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := mo.srv.Serve(); err != nil {
 			mo.serveWarn.Do(func() {
 				mo.log.Warn("metrics endpoint stopped: the campaign goes on", "err", err)
 			})

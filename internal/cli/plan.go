@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/bulksend/bulksend/internal/store"
+	"github.com/bulksend/bulksend/internal/termtext"
 )
 
 // printPlan is --dry-run's output: what a run would send, how long it
@@ -24,16 +25,16 @@ func (o *runOptions) printPlan(ctx context.Context, ios *IO, st *store.Store, s 
 	}
 	c := r.Counts
 	w := ios.Out
-	fmt.Fprintf(w, "plan: template %s/%s%s\n", s.Template, s.Lang, templateNote(s))
+	fmt.Fprintf(w, "plan: template %s/%s%s\n", esc(s.Template), esc(s.Lang), templateNote(s))
 	if m, err := mappingOf(s); err != nil {
 		return err
 	} else if m != nil {
-		fmt.Fprintf(w, "mapping: %s\n", m.Summary())
+		fmt.Fprintf(w, "mapping: %s\n", esc(m.Summary()))
 	} else {
-		fmt.Fprintf(w, "mapping: %d body parameter column(s) %v\n", len(s.Params), s.Params)
+		fmt.Fprintf(w, "mapping: %d body parameter column(s) [%s]\n", len(s.Params), termtext.Join(s.Params, " "))
 	}
 	if s.Encoding != "" { // checkpoints made before it was stored say nothing
-		fmt.Fprintf(w, "file: %s, delimiter %q, phones in column %q\n", s.Encoding, cmp.Or(s.Delimiter, ","), cmp.Or(s.PhoneColumn, "phone"))
+		fmt.Fprintf(w, "file: %s, delimiter %q, phones in column %q\n", esc(s.Encoding), cmp.Or(s.Delimiter, ","), cmp.Or(s.PhoneColumn, "phone"))
 	}
 	if s.ApostrophesRemoved > 0 {
 		fmt.Fprintf(w, "note: removed a leading apostrophe (a spreadsheet's text marker) from %d phones\n", s.ApostrophesRemoved)
@@ -48,7 +49,7 @@ func (o *runOptions) printPlan(ctx context.Context, ios *IO, st *store.Store, s 
 			d = time.Duration(float64(sc.Counts.Pending) / s.Rate * float64(time.Second))
 		}
 		slowest = max(slowest, d)
-		fmt.Fprintf(w, "sender %s: %d to send at %g/s, about %s\n", sc.Sender, sc.Counts.Pending, s.Rate, d.Round(time.Second))
+		fmt.Fprintf(w, "sender %s: %d to send at %g/s, about %s\n", esc(sc.Sender), sc.Counts.Pending, s.Rate, d.Round(time.Second))
 	}
 	if s.Rate > 0 {
 		fmt.Fprintf(w, "estimate: about %s at %g msg/s per sender (retries and throttling add to it)\n", slowest.Round(time.Second), s.Rate)
@@ -67,9 +68,9 @@ func (o *runOptions) printPlan(ctx context.Context, ios *IO, st *store.Store, s 
 func templateNote(s store.Settings) string {
 	switch {
 	case s.TemplateChecked != "" && s.Category != "":
-		return fmt.Sprintf(" (%s; the CSV fits it as approved, per %s)", s.Category, s.TemplateChecked)
+		return fmt.Sprintf(" (%s; the CSV fits it as approved, per %s)", esc(s.Category), esc(s.TemplateChecked))
 	case s.TemplateChecked != "":
-		return fmt.Sprintf(" (the CSV fits it as approved, per %s)", s.TemplateChecked)
+		return fmt.Sprintf(" (the CSV fits it as approved, per %s)", esc(s.TemplateChecked))
 	case len(s.Mapping) > 0:
 		return " (not checked against its approved definition: pass --waba)"
 	}
@@ -80,13 +81,19 @@ func templateNote(s store.Settings) string {
 // which is what an operator needs to find the others in the file.
 func printSkipped(w io.Writer, prefix string, r store.Report) {
 	for _, k := range slices.Sorted(maps.Keys(r.Skipped)) {
-		fmt.Fprintf(w, "%s%-10s %8d", prefix, k, r.Skipped[k])
+		fmt.Fprintf(w, "%s%-10s %8d", prefix, esc(string(k)), r.Skipped[k])
 		if e, ok := r.SkipExamples[k]; ok {
-			fmt.Fprintf(w, "  e.g. line %d: %s", e.Line, e.Reason)
+			fmt.Fprintf(w, "  e.g. line %d: %s", e.Line, esc(e.Reason))
 			if e.Phone != "" && !strings.Contains(e.Reason, e.Phone) {
-				fmt.Fprintf(w, " (%s)", e.Phone)
+				fmt.Fprintf(w, " (%s)", esc(e.Phone))
 			}
 		}
 		fmt.Fprintln(w)
 	}
 }
+
+// esc is an outside value as a terminal gets it (termtext.Escape): a CSV
+// cell or header, a sender, a template's name, a webhook's or the API's
+// text, a file name. The status view and the plan pass each through it,
+// and only those: their own newlines and padding are layout.
+func esc(s string) string { return termtext.Escape(s) }

@@ -190,9 +190,9 @@ func printPreflight(w io.Writer, s store.Settings) {
 	fmt.Fprintf(w, "\npreflight (%s):\n", rec.At.Format(time.RFC3339))
 	for _, n := range rec.Numbers {
 		fmt.Fprintf(w, "  %-18s %-16s health %s · quality %s · throughput %s · messaging limit %s\n",
-			n.ID, n.Display, dash(n.Health), dash(n.Quality), dash(n.Throughput), dash(n.MessagingLimit))
+			esc(n.ID), esc(n.Display), esc(dash(n.Health)), esc(dash(n.Quality)), esc(dash(n.Throughput)), esc(dash(n.MessagingLimit)))
 		for _, p := range n.Problems {
-			fmt.Fprintf(w, "    %s\n", p)
+			fmt.Fprintf(w, "    %s\n", esc(p))
 		}
 	}
 	if rec.USPhones > 0 {

@@ -99,7 +99,7 @@ func learnedList(prefix string, learned map[string]float64) string {
 	}
 	var parts []string
 	for _, s := range slices.Sorted(maps.Keys(learned)) {
-		parts = append(parts, fmt.Sprintf("%s ≈%.0f/s", s, learned[s]))
+		parts = append(parts, fmt.Sprintf("%s ≈%.0f/s", esc(s), learned[s]))
 	}
 	return prefix + strings.Join(parts, ", ")
 }
@@ -118,7 +118,7 @@ func printSummary(ios *IO, c campaign.Counts, s engine.Stats) {
 	fmt.Fprintf(ios.Err, "bulksend: this run: %d accepted%s, %d failed, %d retries scheduled, %d throttled, %d in doubt, in %s (%.1f msg/s)\n",
 		s.Sent, held, s.Failed, s.Retries, s.Throttled, s.InDoubt, el.Round(time.Millisecond), rate)
 	for _, n := range slices.Sorted(maps.Keys(s.Learned)) {
-		fmt.Fprintf(ios.Err, "bulksend: number %s accepts about %.0f/s, less than --rate: pass --rate %.0f for it (a resume starts it there)\n", n, s.Learned[n], s.Learned[n])
+		fmt.Fprintf(ios.Err, "bulksend: number %s accepts about %.0f/s, less than --rate: pass --rate %.0f for it (a resume starts it there)\n", esc(n), s.Learned[n], s.Learned[n])
 	}
 	fmt.Fprintf(ios.Err, "bulksend: campaign: %s\n", countsLine(c))
 }

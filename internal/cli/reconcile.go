@@ -53,7 +53,11 @@ status webhook in it; 3 rows still in doubt; 4 a run holds the checkpoint.`,
 				if len(args) < 2 {
 					return usagef("e.g. 'bulksend reconcile campaign.csv webhooks.jsonl'", "reconcile takes the campaign CSV (or --db) and one or more webhook logs")
 				}
-				o.db, args = dbPath(args[0]), args[1:]
+				db, err := dbPath(args[0])
+				if err != nil {
+					return err
+				}
+				o.db, args = db, args[1:]
 			}
 			if len(args) == 0 {
 				return usagef("e.g. 'bulksend reconcile --db campaign.bulksend.db webhooks.jsonl.gz'", "name one or more webhook logs")

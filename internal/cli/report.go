@@ -88,8 +88,9 @@ func runReport(ctx context.Context, ios *IO, o *reportOptions) error {
 
 // openForReading opens the checkpoint of a campaign that exists, for
 // status, export, report and reconcile: a missing file, or one that is not
-// a bulksend checkpoint, is a usage error (exit 2) and is left as it was
-// (store.Open would make any SQLite file a checkpoint).
+// a bulksend checkpoint, is a usage error (exit 2) and is left as it was.
+// A checkpoint this process cannot write (read-only media, an auditor's
+// copy) is read as it is (store.OpenRead).
 func openForReading(db string) (*store.Store, error) {
 	fi, err := os.Stat(db)
 	if err != nil {
@@ -101,12 +102,14 @@ func openForReading(db string) (*store.Store, error) {
 	switch err := store.Check(db); {
 	case errors.Is(err, store.ErrNotCheckpoint):
 		return nil, usagef("name the campaign CSV (its checkpoint is CAMPAIGN.bulksend.db beside it) or point --db at the checkpoint", "%w", err)
+	case errors.Is(err, store.ErrCorrupt):
+		return nil, err
 	case errors.Is(err, store.ErrNoSettings):
 		return nil, usagef("run 'bulksend run CAMPAIGN.csv' first: this checkpoint was made but no campaign was set up in it", "%s: %w", db, err)
 	case err != nil:
 		return nil, err
 	}
-	return store.Open(db)
+	return store.OpenRead(db)
 }
 
 // writeAtomic writes a file through write, so that it appears only when

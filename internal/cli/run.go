@@ -28,6 +28,7 @@ import (
 	"github.com/bulksend/bulksend/internal/csvin"
 	"github.com/bulksend/bulksend/internal/engine"
 	"github.com/bulksend/bulksend/internal/pricing"
+	"github.com/bulksend/bulksend/internal/sms"
 	"github.com/bulksend/bulksend/internal/store"
 	"github.com/bulksend/bulksend/internal/template"
 	"github.com/bulksend/bulksend/internal/whatsapp"
@@ -228,9 +229,11 @@ func runRun(ctx context.Context, ios *IO, o *runOptions) error {
 	if _, err := os.Stat(o.csv); err != nil {
 		return usagef("", "campaign file: %w", err)
 	}
-	db := o.db
+	db, err := o.db, error(nil)
 	if db == "" {
-		db = dbPath(o.csv)
+		if db, err = dbPath(o.csv); err != nil {
+			return err
+		}
 	}
 	// The campaign's channel decides which flags apply and whether a token
 	// is read: a resume takes the one stored. All is checked before a file
@@ -467,7 +470,7 @@ func (o *runOptions) drive(ctx, runCtx context.Context, ios *IO, st *store.Store
 		return err
 	}
 	o.metricsOut.start(eng, started)
-	o.log.Info("sending", "rows", counts.Pending, "senders", len(cfg.Senders), "rate_per_sender", cfg.Rate, "api", api)
+	o.log.Info("sending", "rows", counts.Pending, "senders", len(cfg.Senders), "rate_per_sender", cfg.Rate, "api", maskURL(api))
 	prog := startProgress(ios, eng, counts, o.progressEvery)
 	runErr := eng.Run(runCtx)
 	prog.stop()
@@ -585,16 +588,12 @@ func (o *runOptions) token(ios *IO) (string, error) {
 
 func (o *runOptions) readToken(ios *IO) (string, error) {
 	if o.tokenFile != "" {
-		b, err := os.ReadFile(o.tokenFile)
-		if err != nil {
-			return "", usagef("", "read --token-file: %w", err)
-		}
-		if t := strings.TrimSpace(string(b)); t != "" {
-			return t, nil
-		}
-		return "", usagef("", "--token-file %s is empty", o.tokenFile)
+		return readTokenFile(o.tokenFile)
 	}
 	if t := strings.TrimSpace(ios.Getenv("WHATSAPP_TOKEN")); t != "" {
+		if err := checkToken(t); err != nil {
+			return "", usagef("set WHATSAPP_TOKEN to the access token alone", "the token in WHATSAPP_TOKEN %w", err)
+		}
 		return t, nil
 	}
 	return "", usagef("export WHATSAPP_TOKEN=… or pass --token-file FILE (or try --sandbox)", "no access token")
@@ -862,6 +861,11 @@ func (o *runOptions) checkpointRow(row int64, rec csvin.Record) store.Row {
 	if rec.Invalid != "" {
 		r.Phone, r.Skip, r.SkipKind = rec.RawPhone, rec.Invalid, campaign.SkipInvalid
 	}
+	if r.Sender != "" && r.Skip == "" {
+		if err := o.checkSender(r.Sender); err != nil {
+			r.Skip, r.SkipKind = "no sender: the from column holds "+err.Error(), campaign.SkipNoSender
+		}
+	}
 	if r.Sender == "" {
 		r.Sender = assign(r.Phone, o.from)
 	}
@@ -877,6 +881,15 @@ func (o *runOptions) checkpointRow(row int64, rec csvin.Record) store.Row {
 		o.sms.measure(&r, rec.Params)
 	}
 	return r
+}
+
+// checkSender checks a sender of the campaign's channel: a phone-number
+// ID for WhatsApp, an origination identity for SMS.
+func (o *runOptions) checkSender(id string) error {
+	if o.isSMS() {
+		return sms.CheckIdentity(id)
+	}
+	return whatsapp.CheckSender(id)
 }
 
 // assign picks a sender for phone: a stable hash, so a recipient keeps

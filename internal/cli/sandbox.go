@@ -16,15 +16,18 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/bulksend/bulksend/internal/csvin"
+	"github.com/bulksend/bulksend/internal/listen"
 	"github.com/bulksend/bulksend/internal/sandbox"
 	"github.com/bulksend/bulksend/internal/smssandbox"
 	"github.com/bulksend/bulksend/internal/store"
 	"github.com/bulksend/bulksend/internal/template"
+	"github.com/bulksend/bulksend/internal/termtext"
 )
 
 // sandboxRequestTimeout is run --sandbox's request timeout: long enough
@@ -66,7 +69,7 @@ type runningSandbox struct {
 // flushes each emission itself). Those still to come when the run ends are
 // written when it stops the sandbox.
 func startSandbox(o *runOptions, s store.Settings, webhookLog string) (*runningSandbox, error) {
-	f, err := os.OpenFile(webhookLog, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	f, err := openSandboxLog(webhookLog)
 	if err != nil {
 		return nil, fmt.Errorf("sandbox webhook log: %w", err)
 	}
@@ -89,11 +92,12 @@ func startSandbox(o *runOptions, s store.Settings, webhookLog string) (*runningS
 	}
 	cfg.Webhooks = f
 	srv := sandbox.New(cfg)
-	url, stop, err := serveLocal(srv)
+	url, stopServing, err := serveHandler(srv, o.log)
 	if err != nil {
 		f.Close()
 		return nil, err
 	}
+	stop := func() error { stopServing(); return srv.Close() }
 	o.log.Info("sending to the in-process sandbox (nothing leaves this machine)", "webhook_log", webhookLog)
 	return &runningSandbox{
 		url:   url,
@@ -116,22 +120,121 @@ func startSandbox(o *runOptions, s store.Settings, webhookLog string) (*runningS
 // serveLocal serves srv on 127.0.0.1 until stop, which also closes srv
 // (writing the webhooks still to come) and returns its error.
 func serveLocal(srv *sandbox.Server) (url string, stop func() error, err error) {
-	url, stopServing, err := serveHandler(srv)
+	url, stopServing, err := serveHandler(srv, nil)
 	if err != nil {
 		return "", nil, err
 	}
 	return url, func() error { stopServing(); return srv.Close() }, nil
 }
 
-// serveHandler serves h on 127.0.0.1 until stop.
-func serveHandler(h http.Handler) (url string, stop func(), err error) {
+// holder is a sandbox: it keeps answers back for up to LongestHold.
+type holder interface{ LongestHold() time.Duration }
+
+// sandboxLimits are the listener limits of a server of the sandboxes sbs:
+// listen.Sandbox, with time to write the longest answer any of them holds.
+func sandboxLimits(sbs ...holder) listen.Limits {
+	var hold time.Duration
+	for _, sb := range sbs {
+		hold = max(hold, sb.LongestHold())
+	}
+	return listen.Sandbox(hold)
+}
+
+// serveHandler serves h, a sandbox, on 127.0.0.1 until stop, within
+// sandboxLimits; what the listener has to say goes to log (nil: slog's
+// default).
+func serveHandler(h http.Handler, log *slog.Logger) (url string, stop func(), err error) {
+	var sbs []holder
+	if sb, ok := h.(holder); ok {
+		sbs = append(sbs, sb)
+	}
+	srv, err := serveWithin(h, sandboxLimits(sbs...), log)
+	if err != nil {
+		return "", nil, err
+	}
+	return "http://" + srv.Addr().String(), func() { srv.Close() }, nil
+}
+
+// serveWithin serves h on 127.0.0.1 within lim until the server is
+// closed.
+func serveWithin(h http.Handler, lim listen.Limits, log *slog.Logger) (*listen.Server, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return "", nil, fmt.Errorf("sandbox: %w", err)
+		return nil, fmt.Errorf("sandbox: %w", err)
 	}
-	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-	go hs.Serve(l)
-	return "http://" + l.Addr().String(), func() { hs.Close() }, nil
+	if log == nil {
+		log = slog.Default()
+	}
+	srv := listen.New(l, h, lim, log.With("listener", "sandbox"))
+	go srv.Serve()
+	return srv, nil
+}
+
+// errForeignLog is why a sandbox's log is refused: what is in its place
+// is not a file bulksend may append to.
+var errForeignLog = errors.New("the sandbox appends its logs only to a regular file of this user's with one name, never through a link")
+
+// openSandboxLog opens the sandbox's log at path to append to it, making
+// it (0600: it holds phone numbers) if it is not there. A symbolic link
+// in its place is not followed (O_NOFOLLOW), and a file there that is not
+// a regular file of this user's with one name (a FIFO or device, another
+// user's file, a hard link to some other file) is refused and left as it
+// is: appending would write the log into its target. An existing log is
+// appended to, never truncated. A refusal wraps errForeignLog, names the
+// file and carries a hint.
+func openSandboxLog(path string) (*os.File, error) {
+	// O_NONBLOCK: opening a FIFO to write would wait for a reader.
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0o600)
+	var why string
+	switch {
+	case errors.Is(err, syscall.ELOOP), errors.Is(err, syscall.EMLINK): // EMLINK: the BSDs' O_NOFOLLOW
+		why = "is a symbolic link"
+		if target, rerr := os.Readlink(path); rerr == nil {
+			why += " to " + strconv.Quote(target)
+		}
+	case errors.Is(err, syscall.ENXIO):
+		why = "is a FIFO or socket with no reader"
+	case err != nil:
+		return nil, err
+	default:
+		why, err = foreignLog(f)
+		if err != nil || why != "" {
+			f.Close()
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+	}
+	if why != "" {
+		return nil, &hintError{
+			err:  fmt.Errorf("%s %s: %w", path, why, errForeignLog),
+			hint: "move that file away (nothing was written to it), then run the same command again: nothing was sent",
+		}
+	}
+	return f, nil
+}
+
+// foreignLog says why f, just opened, is not a log the sandbox may
+// append to, or "" if it is.
+func foreignLog(f *os.File) (string, error) {
+	fi, err := f.Stat()
+	if err != nil {
+		return "", err
+	}
+	if !fi.Mode().IsRegular() {
+		return fmt.Sprintf("is not a regular file (%s)", fi.Mode().Type()), nil
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return "", nil
+	}
+	if uid := os.Geteuid(); int(st.Uid) != uid {
+		return fmt.Sprintf("belongs to another user (uid %d, not %d)", st.Uid, uid), nil
+	}
+	if st.Nlink > 1 {
+		return fmt.Sprintf("has %d names (hard links)", st.Nlink), nil
+	}
+	return "", nil
 }
 
 // joinSandboxStop is a run's error err with the error of stopping its
@@ -379,7 +482,10 @@ func runSandbox(ios *IO, o *sandboxOptions, log *slog.Logger) (err error) {
 	// happens; the accepted records and the SMS events get a buffer here,
 	// flushed now and then.
 	open := func(path string, buffered bool) (io.Writer, error) {
-		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+		f, err := openSandboxLog(path)
+		if errors.Is(err, errForeignLog) {
+			return nil, usagef("name a file of its own, or move that one away", "%w", err)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -440,18 +546,18 @@ func runSandbox(ios *IO, o *sandboxOptions, log *slog.Logger) (err error) {
 	}
 	srv := sandbox.New(cfg)
 	smsSrv := smssandbox.New(sc)
-	hs := &http.Server{Handler: bothSandboxes(srv, smsSrv), ReadHeaderTimeout: 10 * time.Second}
+	hs := listen.New(l, bothSandboxes(srv, smsSrv), sandboxLimits(srv, smsSrv), log.With("listener", "sandbox"))
 	fmt.Fprintf(ios.Err, "bulksend: sandbox listening; point a run at it with:\n  BULKSEND_API_URL=http://%s\n", l.Addr().String())
-	fmt.Fprintf(ios.Err, "bulksend: its business account (for --waba) is %s; templates: %s\n", sandbox.DefaultWABAID, strings.Join(definitionNames(cfg.Definitions), ", "))
+	fmt.Fprintf(ios.Err, "bulksend: its business account (for --waba) is %s; templates: %s\n", sandbox.DefaultWABAID, termtext.Join(definitionNames(cfg.Definitions), ", "))
 	fmt.Fprintf(ios.Err, "bulksend: it answers AWS End User Messaging SMS too; point an SMS run at it with:\n  AWS_ENDPOINT_URL=http://%s AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=sandbox AWS_SECRET_ACCESS_KEY=sandbox\n", l.Addr().String())
 	ctx, stop := signalContext(context.Background(), ios, log, sandboxInterrupt)
 	defer stop()
 	served := make(chan error, 1)
-	go func() { served <- hs.Serve(l) }()
+	go func() { served <- hs.Serve() }()
 	select {
 	case <-ctx.Done():
 	case err := <-served:
-		if !errors.Is(err, http.ErrServerClosed) {
+		if err != nil {
 			return fmt.Errorf("sandbox: %w", err)
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 	"unicode/utf16"
@@ -68,6 +69,9 @@ func TestScripts(t *testing.T) {
 			if cond == "root" {
 				return os.Geteuid() == 0, nil
 			}
+			if cond == "romount" {
+				return canMountReadOnly(), nil
+			}
 			return false, fmt.Errorf("unknown condition %q", cond)
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
@@ -84,6 +88,9 @@ func TestScripts(t *testing.T) {
 			"csvcut":     cmdCSVCut,
 			"listen":     cmdListen,
 			"sqlite":     cmdSQLite,
+			"private":    cmdPrivate,
+			"romount":    cmdROMount,
+			"damage":     cmdDamage,
 		},
 	})
 }
@@ -332,6 +339,55 @@ func cmdHoldLock(ts *testscript.TestScript, neg bool, args []string) {
 	l, err := store.Acquire(ts.MkAbs(args[0]), "test")
 	ts.Check(err)
 	ts.Defer(func() { l.Release() })
+}
+
+// romount SRC DST bind-mounts folder SRC read-only at DST for the rest of
+// the script ([romount] says whether this machine lets the test do so).
+func cmdROMount(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 2 {
+		ts.Fatalf("usage: romount SRC DST")
+	}
+	src, dst := ts.MkAbs(args[0]), ts.MkAbs(args[1])
+	ts.Check(roMount(src, dst))
+	ts.Defer(func() { syscall.Unmount(dst, syscall.MNT_DETACH) })
+}
+
+func roMount(src, dst string) error {
+	if err := syscall.Mount(src, dst, "", syscall.MS_BIND, ""); err != nil {
+		return err
+	}
+	if err := syscall.Mount(src, dst, "", syscall.MS_BIND|syscall.MS_REMOUNT|syscall.MS_RDONLY, ""); err != nil {
+		syscall.Unmount(dst, syscall.MNT_DETACH)
+		return err
+	}
+	return nil
+}
+
+var canMountReadOnly = sync.OnceValue(func() bool {
+	dir, err := os.MkdirTemp("", "bulksend-romount-")
+	if err != nil {
+		return false
+	}
+	defer os.RemoveAll(dir)
+	src, dst := filepath.Join(dir, "src"), filepath.Join(dir, "dst")
+	os.Mkdir(src, 0o700)
+	os.Mkdir(dst, 0o700)
+	if roMount(src, dst) != nil {
+		return false
+	}
+	syscall.Unmount(dst, syscall.MNT_DETACH)
+	return true
+})
+
+// private FILE… checks that each FILE is readable by its owner alone (0600).
+func cmdPrivate(ts *testscript.TestScript, neg bool, args []string) {
+	for _, name := range args {
+		fi, err := os.Stat(ts.MkAbs(name))
+		ts.Check(err)
+		if got := fi.Mode().Perm(); (got == 0o600) == neg {
+			ts.Fatalf("%s: mode %v", name, got)
+		}
+	}
 }
 
 // savecount DB STATUS VAR sets $VAR to the number of rows in STATUS.

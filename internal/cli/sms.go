@@ -25,6 +25,7 @@ import (
 	"github.com/bulksend/bulksend/internal/smssandbox"
 	"github.com/bulksend/bulksend/internal/smstext"
 	"github.com/bulksend/bulksend/internal/store"
+	"github.com/bulksend/bulksend/internal/termtext"
 )
 
 // This file is run's SMS channel (--channel sms): its flags, the body's
@@ -66,8 +67,8 @@ func (o *runOptions) checkChannel() error {
 		o.rate = 1 // 10DLC's and international long codes' ceiling: the safe default
 	}
 	for _, f := range o.from {
-		if strings.TrimSpace(f) == "" {
-			return usagef("--from takes origination identities: phone numbers (+1…), their IDs or ARNs, sender IDs or pools", "invalid --from %q", f)
+		if err := sms.CheckIdentity(f); err != nil {
+			return usagef("--from takes origination identities: phone numbers (+1…), their IDs or ARNs, sender IDs or pools", "invalid --from: %w", err)
 		}
 	}
 	switch strings.ToUpper(o.messageType) {
@@ -170,6 +171,10 @@ type ucs2Row struct {
 // empty or longer than AWS takes.
 func (m *smsImport) measure(r *store.Row, cells []string) {
 	if r.Skip != "" {
+		return
+	}
+	if why := m.text.Control(cells); why != "" {
+		r.Skip, r.SkipKind = why, campaign.SkipParameter
 		return
 	}
 	body := m.text.Render(cells)
@@ -332,7 +337,7 @@ func (o *runOptions) printSMSPlan(ctx context.Context, ios *IO, st *store.Store,
 	}
 	c := r.Counts
 	w := ios.Out
-	fmt.Fprintf(w, "plan: SMS from %s\n", strings.Join(s.Senders, ", "))
+	fmt.Fprintf(w, "plan: SMS from %s\n", termtext.Join(s.Senders, ", "))
 	fmt.Fprintf(w, "text: %q\n", s.Text)
 	if s.Encoding != "" {
 		fmt.Fprintf(w, "file: %s, delimiter %q, phones in column %q\n", s.Encoding, s.Delimiter, s.PhoneColumn)
@@ -356,7 +361,7 @@ func (o *runOptions) printSMSPlan(ctx context.Context, ios *IO, st *store.Store,
 			d = time.Duration(float64(pending[id]) / pace.Paced(s.Rate) * float64(time.Second))
 		}
 		slowest = max(slowest, d)
-		fmt.Fprintf(w, "identity %s: %d parts to send at %g parts/s, about %s\n", id, pending[id], s.Rate, roundETA(d))
+		fmt.Fprintf(w, "identity %s: %d parts to send at %g parts/s, about %s\n", esc(id), pending[id], s.Rate, roundETA(d))
 	}
 	if s.Rate > 0 {
 		fmt.Fprintf(w, "estimate: about %s at %g parts/s per identity (throttles add to it)\n", roundETA(slowest), s.Rate)
@@ -389,7 +394,7 @@ func demoSMSSandbox(rate float64) smssandbox.Config {
 // phones (one in 40, by a hash) are on its opt-out list.
 func startSMSSandbox(ctx context.Context, o *runOptions, s store.Settings, st *store.Store) (string, func() error, error) {
 	path := smsEventLogPath(st.Path())
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	f, err := openSandboxLog(path)
 	if err != nil {
 		return "", nil, fmt.Errorf("sandbox event log: %w", err)
 	}
@@ -424,7 +429,7 @@ func startSMSSandbox(ctx context.Context, o *runOptions, s store.Settings, st *s
 	}
 	cfg.Events = bw
 	srv := smssandbox.New(cfg)
-	url, stop, err := serveHandler(srv)
+	url, stop, err := serveHandler(srv, o.log)
 	if err != nil {
 		f.Close()
 		return "", nil, err

@@ -12,7 +12,6 @@ import (
 	"os"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -20,6 +19,7 @@ import (
 	"github.com/bulksend/bulksend/internal/campaign"
 	"github.com/bulksend/bulksend/internal/pricing"
 	"github.com/bulksend/bulksend/internal/store"
+	"github.com/bulksend/bulksend/internal/termtext"
 )
 
 // reasonNote explains a failure reason in status.
@@ -79,7 +79,11 @@ func checkpointArgs(db *string) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
 		switch {
 		case len(args) >= 1 && *db == "":
-			*db = dbPath(args[0])
+			p, err := dbPath(args[0])
+			if err != nil {
+				return err
+			}
+			*db = p
 		case len(args) == 0 && *db == "":
 			return usagef("e.g. 'bulksend "+cmd.Name()+" campaign.csv'", "name the campaign CSV or its checkpoint with --db")
 		}
@@ -231,14 +235,14 @@ func writeStatus(ctx context.Context, w io.Writer, st *store.Store, settings sto
 		return json.NewEncoder(w).Encode(out)
 	}
 	if out.Channel == campaign.SMS {
-		fmt.Fprintf(w, "campaign %s · SMS from %s\n", out.CampaignID, strings.Join(settings.Senders, ", "))
+		fmt.Fprintf(w, "campaign %s · SMS from %s\n", esc(out.CampaignID), termtext.Join(settings.Senders, ", "))
 	} else if settings.Category != "" {
-		fmt.Fprintf(w, "campaign %s · template %s/%s (%s)\n", out.CampaignID, settings.Template, settings.Lang, settings.Category)
+		fmt.Fprintf(w, "campaign %s · template %s/%s (%s)\n", esc(out.CampaignID), esc(settings.Template), esc(settings.Lang), esc(settings.Category))
 	} else {
-		fmt.Fprintf(w, "campaign %s · template %s/%s\n", out.CampaignID, settings.Template, settings.Lang)
+		fmt.Fprintf(w, "campaign %s · template %s/%s\n", esc(out.CampaignID), esc(settings.Template), esc(settings.Lang))
 	}
 	if out.LockedBy != "" {
-		fmt.Fprintf(w, "running: %s\n", out.LockedBy)
+		fmt.Fprintf(w, "running: %s\n", esc(out.LockedBy))
 	}
 	c := r.Counts
 	fmt.Fprintf(w, "\n%-10s %10s\n", "state", "rows")
@@ -270,13 +274,13 @@ func writeStatus(ctx context.Context, w io.Writer, st *store.Store, settings sto
 	if len(r.FailedByReason) > 0 {
 		fmt.Fprintf(w, "\nfailed by reason:\n")
 		for _, k := range slices.Sorted(maps.Keys(r.FailedByReason)) {
-			fmt.Fprintf(w, "  %-20s %8d%s\n", k, r.FailedByReason[k], reasonNote(k))
+			fmt.Fprintf(w, "  %-20s %8d%s\n", esc(k), r.FailedByReason[k], reasonNote(k))
 		}
 	}
 	if len(r.ByPricingCategory) > 0 {
 		fmt.Fprintf(w, "\npricing (as status webhooks reported it; %d billable):\n", r.Billable)
 		for _, k := range slices.Sorted(maps.Keys(r.ByPricingCategory)) {
-			fmt.Fprintf(w, "  %-14s %8d\n", k, r.ByPricingCategory[k])
+			fmt.Fprintf(w, "  %-14s %8d\n", esc(k), r.ByPricingCategory[k])
 		}
 	}
 	if settings.API == "marketing" {
@@ -284,7 +288,7 @@ func writeStatus(ctx context.Context, w io.Writer, st *store.Store, settings sto
 			r.ByPricingCategory["marketing_lite"], r.ByPricingCategory["marketing"])
 	}
 	if billed != nil {
-		fmt.Fprintf(w, "\nbilled so far: %s for %d messages (priced with %s; an estimate, not Meta's invoice)\n", money(card, billed.Total()), billed.Priced(), o.rateCard)
+		fmt.Fprintf(w, "\nbilled so far: %s for %d messages (priced with %s; an estimate, not Meta's invoice)\n", money(card, billed.Total()), billed.Priced(), esc(o.rateCard))
 		printTally(w, "  ", card, billed)
 	}
 	printPreflight(w, settings)
@@ -295,12 +299,12 @@ func writeStatus(ctx context.Context, w io.Writer, st *store.Store, settings sto
 			if e.Code != 0 {
 				code = strconv.Itoa(e.Code)
 			}
-			fmt.Fprintf(w, "  %-9s %7s  %10d  %s\n", e.Status, code, e.Rows, e.Title)
+			fmt.Fprintf(w, "  %-9s %7s  %10d  %s\n", e.Status, code, e.Rows, esc(e.Title))
 		}
 	}
 	fmt.Fprintf(w, "\nper sender:\n")
 	for _, s := range r.BySender {
-		fmt.Fprintf(w, "  %-20s %s\n", s.Sender, countsLine(s.Counts))
+		fmt.Fprintf(w, "  %-20s %s\n", esc(s.Sender), countsLine(s.Counts))
 	}
 	if r.Retrying > 0 {
 		fmt.Fprintf(w, "\nretries scheduled: %d, next due %s\n", r.Retrying, out.NextRetry)
@@ -321,7 +325,7 @@ func writeStatus(ctx context.Context, w io.Writer, st *store.Store, settings sto
 	if len(out.Learned) > 0 {
 		fmt.Fprintf(w, "\nnumbers slower than --rate %g (run %d found):\n", out.LearnedOf, out.LearnedRun)
 		for _, n := range slices.Sorted(maps.Keys(out.Learned)) {
-			fmt.Fprintf(w, "  %-20s accepts about %.0f/s\n", n, out.Learned[n])
+			fmt.Fprintf(w, "  %-20s accepts about %.0f/s\n", esc(n), out.Learned[n])
 		}
 	}
 	return nil

@@ -1,0 +1,76 @@
+package cli
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestCheckToken(t *testing.T) {
+	for _, tc := range []struct {
+		name, token, want string
+	}{
+		{"plain", "EAAGm0PX4ZCpsBA1b2c3", ""},
+		{"line break inside", "EAAG\nm0PX", "a line break at byte 5 of 9"},
+		{"carriage return", "EAAG\rm0PX", "a line break"},
+		{"space", "EAAG m0PX", "a space"},
+		{"NUL", "EAAG\x00", "a control character"},
+		{"escape", "EAAG\x1b[2J", "a control character"},
+		{"non-ASCII", "EAAGé", "a byte 0xc3"},
+	} {
+		err := checkToken(tc.token)
+		if tc.want == "" {
+			if err != nil {
+				t.Errorf("%s: %v", tc.name, err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !errors.Is(err, errTokenChar) {
+			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
+		}
+		if err != nil && strings.Contains(err.Error(), "EAAG") {
+			t.Errorf("%s: the error shows the token: %v", tc.name, err)
+		}
+	}
+}
+
+// --token-file /dev/zero is refused after 64 KB, not read to the end.
+func TestTokenFileDevZero(t *testing.T) {
+	if _, err := os.Stat("/dev/zero"); err != nil {
+		t.Skip("no /dev/zero")
+	}
+	_, err := readTokenFile("/dev/zero")
+	if err == nil || !strings.Contains(err.Error(), "over 64 KB") {
+		t.Fatalf("readTokenFile(/dev/zero) = %v, want over 64 KB", err)
+	}
+}
+
+func TestTokenFileLineBreakInside(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "token")
+	os.WriteFile(path, []byte("EAAGsecret1\nEAAGsecret2\n"), 0o600)
+	_, err := readTokenFile(path)
+	if err == nil || !strings.Contains(err.Error(), "line break") || strings.Contains(err.Error(), "secret") {
+		t.Fatalf("readTokenFile = %v, want a line break named and no token", err)
+	}
+	os.WriteFile(path, []byte("  EAAGsecret1\n"), 0o600)
+	if tok, err := readTokenFile(path); err != nil || tok != "EAAGsecret1" {
+		t.Fatalf("readTokenFile = %q, %v; the spaces and line break around a token are trimmed", tok, err)
+	}
+}
+
+func TestMaskURL(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"https://graph.facebook.com", "https://graph.facebook.com"},
+		{"AWS End User Messaging SMS", "AWS End User Messaging SMS"},
+		{"http://user:pass@127.0.0.1:9", "http://***@127.0.0.1:9"},
+		{"http://token@host/v1", "http://***@host/v1"},
+		{"http://host/x?access_token=abc&a=b", "http://host/x?a=***&access_token=***"},
+		{"http://us er:p@ss@host:bad port", "***@host:bad port"},
+	} {
+		if got := maskURL(tc.in); got != tc.want {
+			t.Errorf("maskURL(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
