@@ -288,6 +288,12 @@ func cmdFixture(dir string) func(ts *testscript.TestScript, neg bool, args []str
 			ts.Check(err)
 			ts.Check(os.WriteFile(ts.MkAbs(to), b, 0o600))
 		}
+		// The provider's log of the run that wrote it, where there is one.
+		for _, log := range []string{".webhooks.jsonl", ".sms-events.jsonl"} {
+			if b, err := os.ReadFile(filepath.Join(dir, args[0]+log)); err == nil {
+				ts.Check(os.WriteFile(ts.MkAbs(args[0]+log), b, 0o600))
+			}
+		}
 	}
 }
 
