@@ -109,7 +109,7 @@ report-screenshot: build
 # scale campaigns for a quick look.
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m ./internal/bench
-	$(GO) test -run '^$$' -bench 'Sandbox$$' -benchtime 3s ./internal/sandbox
+	$(GO) test -run '^$$' -bench 'Sandbox$$' -benchtime 3s ./internal/whatsapp/sandbox
 	$(GO) test -run '^$$' -bench 'Reconcile$$' -benchtime 20x ./internal/reconcile
 	$(GO) test -run '^$$' -bench 'Report$$' -benchtime 1x ./internal/report
 
@@ -119,28 +119,28 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzReader$$' -fuzztime $(FUZZTIME) ./internal/csvin
 	$(GO) test -run '^$$' -fuzz '^FuzzNormalize$$' -fuzztime $(FUZZTIME) ./internal/csvin
 	$(GO) test -run '^$$' -fuzz '^FuzzListReader$$' -fuzztime $(FUZZTIME) ./internal/csvin
-	$(GO) test -run '^$$' -fuzz '^FuzzReader$$' -fuzztime $(FUZZTIME) ./internal/webhook
-	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./internal/webhook
-	$(GO) test -run '^$$' -fuzz '^FuzzSend$$' -fuzztime $(FUZZTIME) ./internal/sandbox
-	$(GO) test -run '^$$' -fuzz '^FuzzSendDefinition$$' -fuzztime $(FUZZTIME) ./internal/sandbox
-	$(GO) test -run '^$$' -fuzz '^FuzzListTemplates$$' -fuzztime $(FUZZTIME) ./internal/sandbox
-	$(GO) test -run '^$$' -fuzz '^FuzzSendMarketing$$' -fuzztime $(FUZZTIME) ./internal/sandbox
-	$(GO) test -run '^$$' -fuzz '^FuzzNumberFields$$' -fuzztime $(FUZZTIME) ./internal/sandbox
-	$(GO) test -run '^$$' -fuzz '^FuzzDecodeSend$$' -fuzztime $(FUZZTIME) ./internal/sandbox
-	$(GO) test -run '^$$' -fuzz '^FuzzAcceptedRecord$$' -fuzztime $(FUZZTIME) ./internal/sandbox
-	$(GO) test -run '^$$' -fuzz '^FuzzParseDefinitions$$' -fuzztime $(FUZZTIME) ./internal/template
-	$(GO) test -run '^$$' -fuzz '^FuzzValidate$$' -fuzztime $(FUZZTIME) ./internal/template
-	$(GO) test -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(FUZZTIME) ./internal/pricing
-	$(GO) test -run '^$$' -fuzz '^FuzzPrice$$' -fuzztime $(FUZZTIME) ./internal/pricing
+	$(GO) test -run '^$$' -fuzz '^FuzzReader$$' -fuzztime $(FUZZTIME) ./internal/whatsapp/webhook
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./internal/whatsapp/webhook
+	$(GO) test -run '^$$' -fuzz '^FuzzSend$$' -fuzztime $(FUZZTIME) ./internal/whatsapp/sandbox
+	$(GO) test -run '^$$' -fuzz '^FuzzSendDefinition$$' -fuzztime $(FUZZTIME) ./internal/whatsapp/sandbox
+	$(GO) test -run '^$$' -fuzz '^FuzzListTemplates$$' -fuzztime $(FUZZTIME) ./internal/whatsapp/sandbox
+	$(GO) test -run '^$$' -fuzz '^FuzzSendMarketing$$' -fuzztime $(FUZZTIME) ./internal/whatsapp/sandbox
+	$(GO) test -run '^$$' -fuzz '^FuzzNumberFields$$' -fuzztime $(FUZZTIME) ./internal/whatsapp/sandbox
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeSend$$' -fuzztime $(FUZZTIME) ./internal/whatsapp/sandbox
+	$(GO) test -run '^$$' -fuzz '^FuzzAcceptedRecord$$' -fuzztime $(FUZZTIME) ./internal/whatsapp/sandbox
+	$(GO) test -run '^$$' -fuzz '^FuzzParseDefinitions$$' -fuzztime $(FUZZTIME) ./internal/whatsapp/template
+	$(GO) test -run '^$$' -fuzz '^FuzzValidate$$' -fuzztime $(FUZZTIME) ./internal/whatsapp/template
+	$(GO) test -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(FUZZTIME) ./internal/whatsapp/pricing
+	$(GO) test -run '^$$' -fuzz '^FuzzPrice$$' -fuzztime $(FUZZTIME) ./internal/whatsapp/pricing
 	$(GO) test -run '^$$' -fuzz '^FuzzParseUsage$$' -fuzztime $(FUZZTIME) ./internal/whatsapp
-	$(GO) test -run '^$$' -fuzz '^FuzzMeasure$$' -fuzztime $(FUZZTIME) ./internal/segment
-	$(GO) test -run '^$$' -fuzz '^FuzzText$$' -fuzztime $(FUZZTIME) ./internal/smstext
-	$(GO) test -run '^$$' -fuzz '^FuzzSendTextMessage$$' -fuzztime $(FUZZTIME) ./internal/smssandbox
-	$(GO) test -run '^$$' -fuzz '^FuzzReader$$' -fuzztime $(FUZZTIME) ./internal/smsevent
-	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./internal/smsevent
+	$(GO) test -run '^$$' -fuzz '^FuzzMeasure$$' -fuzztime $(FUZZTIME) ./internal/sms/segment
+	$(GO) test -run '^$$' -fuzz '^FuzzText$$' -fuzztime $(FUZZTIME) ./internal/sms/smstext
+	$(GO) test -run '^$$' -fuzz '^FuzzSendTextMessage$$' -fuzztime $(FUZZTIME) ./internal/sms/smssandbox
+	$(GO) test -run '^$$' -fuzz '^FuzzReader$$' -fuzztime $(FUZZTIME) ./internal/sms/smsevent
+	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./internal/sms/smsevent
 	$(GO) test -run '^$$' -fuzz '^FuzzLimiter$$' -fuzztime $(FUZZTIME) ./internal/csvin
-	$(GO) test -run '^$$' -fuzz '^FuzzScanner$$' -fuzztime $(FUZZTIME) ./internal/smsevent
-	$(GO) test -run '^$$' -fuzz '^FuzzPrefix$$' -fuzztime $(FUZZTIME) ./internal/smsevent
+	$(GO) test -run '^$$' -fuzz '^FuzzScanner$$' -fuzztime $(FUZZTIME) ./internal/sms/smsevent
+	$(GO) test -run '^$$' -fuzz '^FuzzPrefix$$' -fuzztime $(FUZZTIME) ./internal/sms/smsevent
 	$(GO) test -run '^$$' -fuzz '^FuzzCheckIdentity$$' -fuzztime $(FUZZTIME) ./internal/sms
 	$(GO) test -run '^$$' -fuzz '^FuzzCheckSender$$' -fuzztime $(FUZZTIME) ./internal/whatsapp
 	$(GO) test -run '^$$' -fuzz '^FuzzEscape$$' -fuzztime $(FUZZTIME) ./internal/termtext

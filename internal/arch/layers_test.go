@@ -27,9 +27,9 @@ var domain = []string{
 	"internal/engine",
 	"internal/pace",
 	"internal/reconcile",
-	"internal/template", // WhatsApp templates as data: definitions, mappings, Meta's rules for values
-	"internal/segment",  // SMS parts: GSM-7 or UCS-2, and how carriers split a body
-	"internal/smstext",  // an SMS body with {{column}} placeholders
+	"internal/whatsapp/template", // WhatsApp templates as data: definitions, mappings, Meta's rules for values
+	"internal/sms/segment",       // SMS parts: GSM-7 or UCS-2, and how carriers split a body
+	"internal/sms/smstext",       // an SMS body with {{column}} placeholders
 }
 
 // adapters talk to the outside world (SQLite, Meta's API, the fake API,
@@ -37,19 +37,19 @@ var domain = []string{
 var adapters = []string{
 	"internal/store",
 	"internal/whatsapp",
-	"internal/sandbox",
+	"internal/whatsapp/sandbox",
 	"internal/cli",
-	"internal/webhook",
+	"internal/whatsapp/webhook",
 	"internal/csvin",
-	"internal/pricing",
-	"internal/sms",        // AWS End User Messaging SMS
-	"internal/smssandbox", // a fake of it
-	"internal/smsevent",   // its exported event records
-	"internal/metrics",    // Prometheus: the textfile and /metrics
-	"internal/report",     // a campaign's report: reads the store, writes HTML
-	"internal/listen",     // every HTTP listener: timeouts and a connection cap
-	"internal/termtext",   // outside text made safe for a terminal
-	"internal/csvout",     // outside text made safe for a spreadsheet
+	"internal/whatsapp/pricing",
+	"internal/sms",            // AWS End User Messaging SMS
+	"internal/sms/smssandbox", // a fake of it
+	"internal/sms/smsevent",   // its exported event records
+	"internal/metrics",        // Prometheus: the textfile and /metrics
+	"internal/report",         // a campaign's report: reads the store, writes HTML
+	"internal/listen",         // every HTTP listener: timeouts and a connection cap
+	"internal/termtext",       // outside text made safe for a terminal
+	"internal/csvout",         // outside text made safe for a spreadsheet
 }
 
 // rule forbids every package in from to depend on a package deny accepts.
@@ -274,9 +274,9 @@ func TestLayersCatchWrongWayImport(t *testing.T) {
 		reconcile = mod("internal/reconcile")
 		store     = mod("internal/store")
 		whatsapp  = mod("internal/whatsapp")
-		sandbox   = mod("internal/sandbox")
+		sandbox   = mod("internal/whatsapp/sandbox")
 		cli       = mod("internal/cli")
-		webhook   = mod("internal/webhook")
+		webhook   = mod("internal/whatsapp/webhook")
 		csvin     = mod("internal/csvin")
 		bloom     = mod("internal/bloom")
 		x         = mod("internal/x")
@@ -361,9 +361,9 @@ func TestLayersCatchWrongWayImport(t *testing.T) {
 				engine:   {campaign},
 			},
 			want: []string{
-				"internal/campaign imports internal/webhook (via internal/campaign -> internal/webhook): " + domainRule,
-				"internal/engine imports internal/webhook (via internal/engine -> internal/campaign -> internal/webhook): " + domainRule,
-				"internal/campaign imports internal/webhook (via internal/campaign -> internal/webhook): " + campaignRule,
+				"internal/campaign imports internal/whatsapp/webhook (via internal/campaign -> internal/whatsapp/webhook): " + domainRule,
+				"internal/engine imports internal/whatsapp/webhook (via internal/engine -> internal/campaign -> internal/whatsapp/webhook): " + domainRule,
+				"internal/campaign imports internal/whatsapp/webhook (via internal/campaign -> internal/whatsapp/webhook): " + campaignRule,
 			},
 		},
 		{

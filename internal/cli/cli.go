@@ -23,9 +23,9 @@ import (
 	"github.com/bulksend/bulksend/internal/engine"
 	"github.com/bulksend/bulksend/internal/redact"
 	"github.com/bulksend/bulksend/internal/store"
-	"github.com/bulksend/bulksend/internal/template"
 	"github.com/bulksend/bulksend/internal/termtext"
 	"github.com/bulksend/bulksend/internal/whatsapp"
+	"github.com/bulksend/bulksend/internal/whatsapp/template"
 )
 
 // Exit codes: part of the product, cron jobs read them.

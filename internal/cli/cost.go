@@ -8,8 +8,8 @@ import (
 	"os"
 	"strings"
 
-	"github.com/bulksend/bulksend/internal/pricing"
 	"github.com/bulksend/bulksend/internal/store"
+	"github.com/bulksend/bulksend/internal/whatsapp/pricing"
 )
 
 // loadRateCard reads Meta's rate card and, when given, its calling-code

@@ -18,7 +18,7 @@ import (
 
 	"github.com/bulksend/bulksend/internal/campaign"
 	"github.com/bulksend/bulksend/internal/csvin"
-	"github.com/bulksend/bulksend/internal/smssandbox"
+	"github.com/bulksend/bulksend/internal/sms/smssandbox"
 	"github.com/bulksend/bulksend/internal/store"
 )
 

@@ -21,8 +21,8 @@ import (
 
 	"github.com/bulksend/bulksend/internal/campaign"
 	"github.com/bulksend/bulksend/internal/csvin"
-	"github.com/bulksend/bulksend/internal/sandbox"
 	"github.com/bulksend/bulksend/internal/store"
+	"github.com/bulksend/bulksend/internal/whatsapp/sandbox"
 )
 
 // syncBuffer is a concurrency-safe buffer for the sandbox's records.

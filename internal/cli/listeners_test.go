@@ -12,8 +12,8 @@ import (
 	"github.com/bulksend/bulksend/internal/listen"
 	"github.com/bulksend/bulksend/internal/listen/listentest"
 	"github.com/bulksend/bulksend/internal/metrics"
-	"github.com/bulksend/bulksend/internal/sandbox"
-	"github.com/bulksend/bulksend/internal/smssandbox"
+	"github.com/bulksend/bulksend/internal/sms/smssandbox"
+	"github.com/bulksend/bulksend/internal/whatsapp/sandbox"
 )
 
 var quiet = slog.New(slog.DiscardHandler)

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/bulksend/bulksend/internal/redact"
-	"github.com/bulksend/bulksend/internal/sandbox"
 	"github.com/bulksend/bulksend/internal/store"
+	"github.com/bulksend/bulksend/internal/whatsapp/sandbox"
 )
 
 // TestLogsKeepSecrets: a campaign with every kind of trouble (throttles,

@@ -17,8 +17,8 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/bulksend/bulksend/internal/csvin"
-	"github.com/bulksend/bulksend/internal/sandbox"
 	"github.com/bulksend/bulksend/internal/store"
+	"github.com/bulksend/bulksend/internal/whatsapp/sandbox"
 )
 
 // inProcess is a bulksend command run in this process, with env as its

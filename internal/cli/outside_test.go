@@ -20,8 +20,8 @@ import (
 
 	"github.com/bulksend/bulksend/internal/campaign"
 	"github.com/bulksend/bulksend/internal/csvout"
-	"github.com/bulksend/bulksend/internal/sandbox"
-	"github.com/bulksend/bulksend/internal/template"
+	"github.com/bulksend/bulksend/internal/whatsapp/sandbox"
+	"github.com/bulksend/bulksend/internal/whatsapp/template"
 )
 
 // Outside texts end in a checkpoint by the ways they reach it in a real

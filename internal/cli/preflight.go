@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/bulksend/bulksend/internal/csvin"
-	"github.com/bulksend/bulksend/internal/sandbox"
 	"github.com/bulksend/bulksend/internal/store"
 	"github.com/bulksend/bulksend/internal/whatsapp"
+	"github.com/bulksend/bulksend/internal/whatsapp/sandbox"
 )
 
 // preflightRecord is what a preflight read of the sender numbers found; it

@@ -15,9 +15,9 @@ import (
 
 	"github.com/bulksend/bulksend/internal/campaign"
 	"github.com/bulksend/bulksend/internal/reconcile"
-	"github.com/bulksend/bulksend/internal/smsevent"
+	"github.com/bulksend/bulksend/internal/sms/smsevent"
 	"github.com/bulksend/bulksend/internal/store"
-	"github.com/bulksend/bulksend/internal/webhook"
+	"github.com/bulksend/bulksend/internal/whatsapp/webhook"
 )
 
 type reconcileOptions struct {

@@ -27,11 +27,11 @@ import (
 	"github.com/bulksend/bulksend/internal/campaign"
 	"github.com/bulksend/bulksend/internal/csvin"
 	"github.com/bulksend/bulksend/internal/engine"
-	"github.com/bulksend/bulksend/internal/pricing"
 	"github.com/bulksend/bulksend/internal/sms"
 	"github.com/bulksend/bulksend/internal/store"
-	"github.com/bulksend/bulksend/internal/template"
 	"github.com/bulksend/bulksend/internal/whatsapp"
+	"github.com/bulksend/bulksend/internal/whatsapp/pricing"
+	"github.com/bulksend/bulksend/internal/whatsapp/template"
 )
 
 type runOptions struct {

@@ -23,11 +23,11 @@ import (
 
 	"github.com/bulksend/bulksend/internal/csvin"
 	"github.com/bulksend/bulksend/internal/listen"
-	"github.com/bulksend/bulksend/internal/sandbox"
-	"github.com/bulksend/bulksend/internal/smssandbox"
+	"github.com/bulksend/bulksend/internal/sms/smssandbox"
 	"github.com/bulksend/bulksend/internal/store"
-	"github.com/bulksend/bulksend/internal/template"
 	"github.com/bulksend/bulksend/internal/termtext"
+	"github.com/bulksend/bulksend/internal/whatsapp/sandbox"
+	"github.com/bulksend/bulksend/internal/whatsapp/template"
 )
 
 // sandboxRequestTimeout is run --sandbox's request timeout: long enough

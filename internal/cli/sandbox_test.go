@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bulksend/bulksend/internal/sandbox"
+	"github.com/bulksend/bulksend/internal/whatsapp/sandbox"
 )
 
 func TestDelayFlag(t *testing.T) {

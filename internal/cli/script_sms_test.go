@@ -11,7 +11,7 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
-	"github.com/bulksend/bulksend/internal/smssandbox"
+	"github.com/bulksend/bulksend/internal/sms/smssandbox"
 )
 
 // smssandbox [key=value…] starts an SMS sandbox (a fake AWS End User

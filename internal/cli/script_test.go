@@ -23,8 +23,8 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/bulksend/bulksend/internal/csvin"
-	"github.com/bulksend/bulksend/internal/sandbox"
 	"github.com/bulksend/bulksend/internal/store"
+	"github.com/bulksend/bulksend/internal/whatsapp/sandbox"
 )
 
 // TestMain lets the test binary act as bulksend: for testscript's exec,

@@ -17,9 +17,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/bulksend/bulksend/internal/campaign"
-	"github.com/bulksend/bulksend/internal/pricing"
 	"github.com/bulksend/bulksend/internal/store"
 	"github.com/bulksend/bulksend/internal/termtext"
+	"github.com/bulksend/bulksend/internal/whatsapp/pricing"
 )
 
 // reasonNote explains a failure reason in status.

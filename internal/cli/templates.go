@@ -9,10 +9,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/bulksend/bulksend/internal/sandbox"
 	"github.com/bulksend/bulksend/internal/store"
-	"github.com/bulksend/bulksend/internal/template"
 	"github.com/bulksend/bulksend/internal/whatsapp"
+	"github.com/bulksend/bulksend/internal/whatsapp/sandbox"
+	"github.com/bulksend/bulksend/internal/whatsapp/template"
 )
 
 // hintError is a fatal error (exit 1) with advice for the operator.

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/bulksend/bulksend/internal/engine"
-	"github.com/bulksend/bulksend/internal/sandbox"
 	"github.com/bulksend/bulksend/internal/whatsapp"
+	"github.com/bulksend/bulksend/internal/whatsapp/sandbox"
 )
 
 // TestAgainstSandbox runs the engine with the real client against the

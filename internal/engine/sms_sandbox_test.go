@@ -19,10 +19,10 @@ import (
 
 	"github.com/bulksend/bulksend/internal/campaign"
 	"github.com/bulksend/bulksend/internal/engine"
-	"github.com/bulksend/bulksend/internal/segment"
 	"github.com/bulksend/bulksend/internal/sms"
-	"github.com/bulksend/bulksend/internal/smssandbox"
-	"github.com/bulksend/bulksend/internal/smstext"
+	"github.com/bulksend/bulksend/internal/sms/segment"
+	"github.com/bulksend/bulksend/internal/sms/smssandbox"
+	"github.com/bulksend/bulksend/internal/sms/smstext"
 	"github.com/bulksend/bulksend/internal/store"
 )
 

@@ -19,9 +19,9 @@ import (
 	"github.com/bulksend/bulksend/internal/csvin"
 	"github.com/bulksend/bulksend/internal/engine"
 	"github.com/bulksend/bulksend/internal/pace"
-	"github.com/bulksend/bulksend/internal/sandbox"
 	"github.com/bulksend/bulksend/internal/store"
 	"github.com/bulksend/bulksend/internal/whatsapp"
+	"github.com/bulksend/bulksend/internal/whatsapp/sandbox"
 )
 
 // checkpoint is a SQLite checkpoint of n rows spread over senders.

@@ -16,7 +16,7 @@ import (
 	"github.com/bulksend/bulksend/internal/engine"
 	"github.com/bulksend/bulksend/internal/reconcile"
 	"github.com/bulksend/bulksend/internal/store"
-	"github.com/bulksend/bulksend/internal/webhook"
+	"github.com/bulksend/bulksend/internal/whatsapp/webhook"
 )
 
 // BenchmarkReconcile applies a 60,000-status log (sent, delivered and read

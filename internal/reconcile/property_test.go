@@ -9,7 +9,7 @@ import (
 
 	"github.com/bulksend/bulksend/internal/campaign"
 	"github.com/bulksend/bulksend/internal/reconcile"
-	"github.com/bulksend/bulksend/internal/webhook"
+	"github.com/bulksend/bulksend/internal/whatsapp/webhook"
 )
 
 var kinds = []string{"sent", "delivered", "read", "failed", "deleted"}

@@ -17,7 +17,7 @@ import (
 	"github.com/bulksend/bulksend/internal/campaign"
 	"github.com/bulksend/bulksend/internal/reconcile"
 	"github.com/bulksend/bulksend/internal/store"
-	"github.com/bulksend/bulksend/internal/webhook"
+	"github.com/bulksend/bulksend/internal/whatsapp/webhook"
 )
 
 const ecosystem = "This message was not delivered to maintain healthy ecosystem engagement."

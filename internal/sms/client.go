@@ -36,7 +36,7 @@ import (
 
 	"github.com/bulksend/bulksend/internal/campaign"
 	"github.com/bulksend/bulksend/internal/engine"
-	"github.com/bulksend/bulksend/internal/smstext"
+	"github.com/bulksend/bulksend/internal/sms/smstext"
 )
 
 var _ engine.Sender = (*Client)(nil)

@@ -18,7 +18,7 @@ import (
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/bulksend/bulksend/internal/campaign"
-	"github.com/bulksend/bulksend/internal/smstext"
+	"github.com/bulksend/bulksend/internal/sms/smstext"
 )
 
 var msg = campaign.Message{

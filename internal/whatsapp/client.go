@@ -23,7 +23,7 @@ import (
 	"time"
 
 	"github.com/bulksend/bulksend/internal/campaign"
-	"github.com/bulksend/bulksend/internal/template"
+	"github.com/bulksend/bulksend/internal/whatsapp/template"
 )
 
 // DefaultVersion is the Graph API version put in the path.

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/bulksend/bulksend/internal/campaign"
-	"github.com/bulksend/bulksend/internal/oas"
+	"github.com/bulksend/bulksend/internal/whatsapp/internal/oas"
 )
 
 // mmAnswer is the Marketing Messages API's answer, as its OpenAPI example

@@ -9,7 +9,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/bulksend/bulksend/internal/oas"
+	"github.com/bulksend/bulksend/internal/whatsapp/internal/oas"
 )
 
 // limitedNumber is a phone number read as Graph answers it: a number that

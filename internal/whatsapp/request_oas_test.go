@@ -8,9 +8,9 @@ import (
 	"testing"
 
 	"github.com/bulksend/bulksend/internal/campaign"
-	"github.com/bulksend/bulksend/internal/oas"
-	"github.com/bulksend/bulksend/internal/template"
 	"github.com/bulksend/bulksend/internal/whatsapp"
+	"github.com/bulksend/bulksend/internal/whatsapp/internal/oas"
+	"github.com/bulksend/bulksend/internal/whatsapp/template"
 )
 
 // TestRequestComponentsConformToOpenAPI builds the send request of each kind

@@ -10,7 +10,7 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/bulksend/bulksend/internal/template"
+	"github.com/bulksend/bulksend/internal/whatsapp/template"
 )
 
 // ErrNoTemplate means the business account has no template of that name in

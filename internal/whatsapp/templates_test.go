@@ -13,10 +13,10 @@ import (
 	"testing"
 
 	"github.com/bulksend/bulksend/internal/campaign"
-	"github.com/bulksend/bulksend/internal/oas"
-	"github.com/bulksend/bulksend/internal/sandbox"
-	"github.com/bulksend/bulksend/internal/template"
 	"github.com/bulksend/bulksend/internal/whatsapp"
+	"github.com/bulksend/bulksend/internal/whatsapp/internal/oas"
+	"github.com/bulksend/bulksend/internal/whatsapp/sandbox"
+	"github.com/bulksend/bulksend/internal/whatsapp/template"
 )
 
 const waba = "100000000000001"

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bulksend/bulksend/internal/oas"
+	"github.com/bulksend/bulksend/internal/whatsapp/internal/oas"
 )
 
 func TestParseUsage(t *testing.T) {

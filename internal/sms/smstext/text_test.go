@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/bulksend/bulksend/internal/smstext"
+	"github.com/bulksend/bulksend/internal/sms/smstext"
 )
 
 func TestRender(t *testing.T) {

@@ -11,7 +11,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/bulksend/bulksend/internal/template"
+	"github.com/bulksend/bulksend/internal/whatsapp/template"
 )
 
 // Meta's limits on a send's parameter values (fact sheet §1; Meta's

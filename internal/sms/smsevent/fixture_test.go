@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bulksend/bulksend/internal/webhook"
+	"github.com/bulksend/bulksend/internal/whatsapp/webhook"
 )
 
 // t0 is the fixtures' campaign start, 2026-11-30T10:00:00Z.

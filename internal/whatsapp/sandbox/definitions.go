@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/bulksend/bulksend/internal/template"
+	"github.com/bulksend/bulksend/internal/whatsapp/template"
 )
 
 // LoadDefinitions reads template definitions for Config.Definitions from a

@@ -48,7 +48,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/bulksend/bulksend/internal/template"
+	"github.com/bulksend/bulksend/internal/whatsapp/template"
 )
 
 // DefaultWABAID is the sandbox's business account unless Config.WABAID

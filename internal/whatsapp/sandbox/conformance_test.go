@@ -12,7 +12,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"gopkg.in/yaml.v3"
 
-	"github.com/bulksend/bulksend/internal/oas"
+	"github.com/bulksend/bulksend/internal/whatsapp/internal/oas"
 )
 
 // The sandbox is only useful if it speaks Meta's wire format: these tests

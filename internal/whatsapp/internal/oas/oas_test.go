@@ -52,7 +52,7 @@ func TestFind(t *testing.T) {
 	t.Run("repository copy", func(t *testing.T) {
 		// Tests run in the package directory, two levels below the root.
 		t.Setenv(EnvVar, "")
-		want, err := filepath.Abs(filepath.Join("..", "..", "testdata", "openapi", FileName))
+		want, err := filepath.Abs(filepath.Join("..", "..", "..", "..", "testdata", "openapi", FileName))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -119,7 +119,7 @@ func TestStatusesForReconcile(t *testing.T) {
 
 // TestFixturesForReconcile reads Meta's examples as reconcile does.
 func TestFixturesForReconcile(t *testing.T) {
-	f, err := os.Open(filepath.Join("..", "..", "testdata", "webhook", "meta-examples.ndjson"))
+	f, err := os.Open(filepath.Join("..", "..", "..", "testdata", "webhook", "meta-examples.ndjson"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,7 +17,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/bulksend/bulksend/internal/template"
+	"github.com/bulksend/bulksend/internal/whatsapp/template"
 )
 
 const (

@@ -6,7 +6,7 @@ import (
 	"unicode/utf16"
 	"unicode/utf8"
 
-	"github.com/bulksend/bulksend/internal/segment"
+	"github.com/bulksend/bulksend/internal/sms/segment"
 )
 
 func TestMeasure(t *testing.T) {

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bulksend/bulksend/internal/oas"
+	"github.com/bulksend/bulksend/internal/whatsapp/internal/oas"
 )
 
 func TestBody(t *testing.T) {

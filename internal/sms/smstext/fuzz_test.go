@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/bulksend/bulksend/internal/smstext"
+	"github.com/bulksend/bulksend/internal/sms/smstext"
 )
 
 // placeholder is an oracle independent of the parser: on a text the parser

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/bulksend/bulksend/internal/template"
+	"github.com/bulksend/bulksend/internal/whatsapp/template"
 )
 
 func definitions(t testing.TB) map[string]template.Definition {

@@ -3,7 +3,7 @@ package template_test
 import (
 	"testing"
 
-	"github.com/bulksend/bulksend/internal/template"
+	"github.com/bulksend/bulksend/internal/whatsapp/template"
 )
 
 // BenchmarkValidateRow is the per-row cost Meta's rules add to an import:

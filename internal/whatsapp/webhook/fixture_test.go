@@ -41,7 +41,7 @@ func TestFixtures(t *testing.T) {
 	dir := t.TempDir()
 	var paths []string
 	for _, name := range []string{"meta-examples.ndjson", "meta-examples.json", "meta-examples.pretty.json"} {
-		src := filepath.Join("..", "..", "testdata", "webhook", name)
+		src := filepath.Join("..", "..", "..", "testdata", "webhook", name)
 		b, err := os.ReadFile(src)
 		if err != nil {
 			t.Fatal(err)
