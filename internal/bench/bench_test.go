@@ -105,9 +105,9 @@ func BenchmarkPacing(b *testing.B) {
 				sb := sandbox.New(sandbox.Config{Seed: 1, Rate: tc.rate, PairInterval: -1,
 					Latency: 200 * time.Millisecond, Jitter: 20 * time.Millisecond, Accepted: acc})
 				srv := httptest.NewServer(sb)
-				client := &whatsapp.Client{BaseURL: srv.URL, Version: "v23.0", Token: "t", Timeout: 10 * time.Second, HTTP: whatsapp.NewHTTPClient(256)}
+				client := &whatsapp.Client{BaseURL: srv.URL, Version: "v23.0", Token: "t", TemplateName: "welcome", TemplateLang: "en_US", Timeout: 10 * time.Second, HTTP: whatsapp.NewHTTPClient(256)}
 				eng := engine.New(engine.Config{Checkpoint: st, Sender: client, Senders: tc.senders, CampaignID: "bench",
-					Template: "welcome", Lang: "en_US", Rate: tc.rate})
+					Rate: tc.rate})
 				if err := eng.Run(context.Background()); err != nil {
 					b.Fatal(err)
 				}
@@ -146,7 +146,7 @@ func BenchmarkOverhead(b *testing.B) {
 	for range b.N {
 		sb := sandbox.New(sandbox.Config{Seed: 1, Rate: -1, PairInterval: -1})
 		srv := httptest.NewServer(sb)
-		client := &whatsapp.Client{BaseURL: srv.URL, Version: "v23.0", Token: "t", Timeout: 10 * time.Second, HTTP: whatsapp.NewHTTPClient(conc)}
+		client := &whatsapp.Client{BaseURL: srv.URL, Version: "v23.0", Token: "t", TemplateName: "welcome", TemplateLang: "en_US", Timeout: 10 * time.Second, HTTP: whatsapp.NewHTTPClient(conc)}
 
 		// Bare loop: conc goroutines, one request each at a time.
 		var next atomic.Int64
@@ -162,7 +162,7 @@ func BenchmarkOverhead(b *testing.B) {
 						return
 					}
 					_, err := client.Send(context.Background(), campaign.Message{Row: i, From: "1000001", To: csvin.SampleNumber(int(i)),
-						Template: "welcome", Lang: "en_US", Params: []string{"Ana", "X1"}, CallbackData: campaign.CallbackData("bare", i)})
+						Params: []string{"Ana", "X1"}, CallbackData: campaign.CallbackData("bare", i)})
 					if err != nil {
 						b.Error(err)
 						return
@@ -176,7 +176,7 @@ func BenchmarkOverhead(b *testing.B) {
 		run := func(sender string, withMetrics bool) float64 {
 			st := checkpoint(b, rows, sender)
 			cfg := engine.Config{Checkpoint: st, Sender: client, Senders: []string{sender}, CampaignID: "bench",
-				Template: "welcome", Lang: "en_US", Rate: 0, Concurrency: conc}
+				Rate: 0, Concurrency: conc}
 			var m *metrics.Metrics
 			if withMetrics {
 				m = metrics.New("bench", "whatsapp")

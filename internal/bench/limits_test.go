@@ -63,9 +63,9 @@ func runLimits(b *testing.B, c limitCase) limitRun {
 	sb.Stdout = &sbOut
 	url := startSandboxProcess(b, sb, nil)
 	b.Cleanup(func() { sb.Process.Kill() }) // a Fatal before the SIGTERM below
-	client := &whatsapp.Client{BaseURL: url, Version: "v23.0", Token: "t", Timeout: 10 * time.Second, HTTP: whatsapp.NewHTTPClient(1024)}
+	client := &whatsapp.Client{BaseURL: url, Version: "v23.0", Token: "t", TemplateName: "welcome", TemplateLang: "en_US", Timeout: 10 * time.Second, HTTP: whatsapp.NewHTTPClient(1024)}
 	eng := engine.New(engine.Config{Checkpoint: st, Sender: client, Senders: senders, CampaignID: "bench",
-		Template: "welcome", Lang: "en_US", Rate: c.told})
+		Rate: c.told})
 	start := time.Now()
 	runErr := eng.Run(context.Background())
 	elapsed := time.Since(start)

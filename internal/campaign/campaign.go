@@ -72,14 +72,13 @@ func ParseChannel(s string) (Channel, error) {
 	return "", fmt.Errorf("invalid channel %q: want whatsapp or sms", s)
 }
 
-// Message is one template message to one recipient.
+// Message is one message to one recipient: what fills it (a template's
+// slots, an SMS body's placeholders) is the channel's, set on its sender.
 type Message struct {
 	Row          int64
-	From         string // sender phone-number ID
-	To           string // E.164
-	Template     string
-	Lang         string
-	Params       []string // body parameters, in order
+	From         string   // the sender: a phone-number ID, an origination identity
+	To           string   // E.164
+	Params       []string // the row's parameter cells, in order
 	CallbackData string   // biz_opaque_callback_data: identifies campaign and row
 }
 

@@ -404,7 +404,7 @@ func (o *runOptions) send(ctx, runCtx context.Context, ios *IO, st *store.Store,
 	client := &whatsapp.Client{
 		BaseURL: apiURL, Version: o.apiVersion, Token: token, Timeout: timeout,
 		HTTP:    whatsapp.NewHTTPClient(max(conc, int(settings.Rate*float64(len(senders))))),
-		Mapping: mapping,
+		Mapping: mapping, TemplateName: settings.Template, TemplateLang: settings.Lang,
 	}
 	if settings.API == "marketing" {
 		client.API, client.ProductPolicy = "marketing", "CLOUD_API_FALLBACK"
@@ -414,7 +414,7 @@ func (o *runOptions) send(ctx, runCtx context.Context, ios *IO, st *store.Store,
 	}
 	return o.drive(ctx, runCtx, ios, st, counts, engine.Config{
 		Checkpoint: st, Sender: client, Senders: senders, CampaignID: settings.CampaignID,
-		Template: settings.Template, Lang: settings.Lang, Rate: settings.Rate,
+		Rate:        settings.Rate,
 		Concurrency: conc, MaxAttempts: settings.MaxAttempts, Log: o.log,
 	}, apiURL)
 }

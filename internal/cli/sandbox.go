@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -15,14 +14,13 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/bulksend/bulksend/internal/csvin"
 	"github.com/bulksend/bulksend/internal/listen"
+	"github.com/bulksend/bulksend/internal/logfile"
 	"github.com/bulksend/bulksend/internal/sms/smssandbox"
 	"github.com/bulksend/bulksend/internal/store"
 	"github.com/bulksend/bulksend/internal/termtext"
@@ -69,7 +67,7 @@ type runningSandbox struct {
 // flushes each emission itself). Those still to come when the run ends are
 // written when it stops the sandbox.
 func startSandbox(o *runOptions, s store.Settings, webhookLog string) (*runningSandbox, error) {
-	f, err := openSandboxLog(webhookLog)
+	f, err := logfile.Append(webhookLog)
 	if err != nil {
 		return nil, fmt.Errorf("sandbox webhook log: %w", err)
 	}
@@ -158,83 +156,14 @@ func serveHandler(h http.Handler, log *slog.Logger) (url string, stop func(), er
 // serveWithin serves h on 127.0.0.1 within lim until the server is
 // closed.
 func serveWithin(h http.Handler, lim listen.Limits, log *slog.Logger) (*listen.Server, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, fmt.Errorf("sandbox: %w", err)
-	}
 	if log == nil {
 		log = slog.Default()
 	}
-	srv := listen.New(l, h, lim, log.With("listener", "sandbox"))
-	go srv.Serve()
-	return srv, nil
-}
-
-// errForeignLog is why a sandbox's log is refused: what is in its place
-// is not a file bulksend may append to.
-var errForeignLog = errors.New("the sandbox appends its logs only to a regular file of this user's with one name, never through a link")
-
-// openSandboxLog opens the sandbox's log at path to append to it, making
-// it (0600: it holds phone numbers) if it is not there. A symbolic link
-// in its place is not followed (O_NOFOLLOW), and a file there that is not
-// a regular file of this user's with one name (a FIFO or device, another
-// user's file, a hard link to some other file) is refused and left as it
-// is: appending would write the log into its target. An existing log is
-// appended to, never truncated. A refusal wraps errForeignLog, names the
-// file and carries a hint.
-func openSandboxLog(path string) (*os.File, error) {
-	// O_NONBLOCK: opening a FIFO to write would wait for a reader.
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0o600)
-	var why string
-	switch {
-	case errors.Is(err, syscall.ELOOP), errors.Is(err, syscall.EMLINK): // EMLINK: the BSDs' O_NOFOLLOW
-		why = "is a symbolic link"
-		if target, rerr := os.Readlink(path); rerr == nil {
-			why += " to " + strconv.Quote(target)
-		}
-	case errors.Is(err, syscall.ENXIO):
-		why = "is a FIFO or socket with no reader"
-	case err != nil:
-		return nil, err
-	default:
-		why, err = foreignLog(f)
-		if err != nil || why != "" {
-			f.Close()
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-	}
-	if why != "" {
-		return nil, &hintError{
-			err:  fmt.Errorf("%s %s: %w", path, why, errForeignLog),
-			hint: "move that file away (nothing was written to it), then run the same command again: nothing was sent",
-		}
-	}
-	return f, nil
-}
-
-// foreignLog says why f, just opened, is not a log the sandbox may
-// append to, or "" if it is.
-func foreignLog(f *os.File) (string, error) {
-	fi, err := f.Stat()
+	srv, err := listen.Loopback(h, lim, log.With("listener", "sandbox"))
 	if err != nil {
-		return "", err
+		return nil, fmt.Errorf("sandbox: %w", err)
 	}
-	if !fi.Mode().IsRegular() {
-		return fmt.Sprintf("is not a regular file (%s)", fi.Mode().Type()), nil
-	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
-		return "", nil
-	}
-	if uid := os.Geteuid(); int(st.Uid) != uid {
-		return fmt.Sprintf("belongs to another user (uid %d, not %d)", st.Uid, uid), nil
-	}
-	if st.Nlink > 1 {
-		return fmt.Sprintf("has %d names (hard links)", st.Nlink), nil
-	}
-	return "", nil
+	return srv, nil
 }
 
 // joinSandboxStop is a run's error err with the error of stopping its
@@ -482,19 +411,19 @@ func runSandbox(ios *IO, o *sandboxOptions, log *slog.Logger) (err error) {
 	// happens; the accepted records and the SMS events get a buffer here,
 	// flushed now and then.
 	open := func(path string, buffered bool) (io.Writer, error) {
-		f, err := openSandboxLog(path)
-		if errors.Is(err, errForeignLog) {
+		f, err := logfile.Append(path)
+		if errors.Is(err, logfile.ErrForeign) {
 			return nil, usagef("name a file of its own, or move that one away", "%w", err)
 		}
 		if err != nil {
 			return nil, err
 		}
 		if !buffered {
-			closers = append(closers, func() error { return closeLog(path, nil, f) })
+			closers = append(closers, func() error { return logfile.Close(path, nil, f) })
 			return f, nil
 		}
-		l := newFlushedLog(f)
-		closers = append(closers, func() error { return closeLog(path, l, f) })
+		l := logfile.NewFlushed(f)
+		closers = append(closers, func() error { return logfile.Close(path, l, f) })
 		return l, nil
 	}
 	if o.webhooks != "" {
@@ -600,75 +529,6 @@ func bothSandboxes(wa, sms http.Handler) http.Handler {
 			wa.ServeHTTP(w, r)
 		}
 	})
-}
-
-// closeLog flushes buf (if not nil) and closes f, a log the sandbox wrote:
-// an error here means the log is short, and reconcile would read too
-// little from it.
-func closeLog(path string, buf interface{ Flush() error }, f *os.File) error {
-	var ferr error
-	if buf != nil {
-		ferr = buf.Flush()
-	}
-	cerr := f.Close()
-	if err := errors.Join(ferr, cerr); err != nil {
-		return fmt.Errorf("sandbox log %s: %w", path, err)
-	}
-	return nil
-}
-
-// logFlushInterval is how often a flushedLog is flushed: a reader of the
-// file sees each line within it.
-const logFlushInterval = 250 * time.Millisecond
-
-// flushedLog is a sandbox log written through a buffer, flushed every
-// logFlushInterval and by Flush: a write call a tick rather than one a
-// line (one a line cost a sandbox accepting 10,000 sends a second a
-// twentieth of its CPU). A write error sticks: later writes and Flush
-// return it.
-type flushedLog struct {
-	mu   sync.Mutex
-	bw   *bufio.Writer
-	stop chan struct{} // closed by Flush
-	done chan struct{} // closed when the flushing goroutine has returned
-}
-
-func newFlushedLog(w io.Writer) *flushedLog {
-	l := &flushedLog{bw: bufio.NewWriterSize(w, 1<<16), stop: make(chan struct{}), done: make(chan struct{})}
-	go l.flushEvery(logFlushInterval)
-	return l
-}
-
-func (l *flushedLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.bw.Write(p)
-}
-
-func (l *flushedLog) flushEvery(d time.Duration) {
-	defer close(l.done)
-	t := time.NewTicker(d)
-	defer t.Stop()
-	for {
-		select {
-		case <-t.C:
-			l.mu.Lock()
-			l.bw.Flush()
-			l.mu.Unlock()
-		case <-l.stop:
-			return
-		}
-	}
-}
-
-// Flush stops the ticking and flushes what is left, the log's last write
-// before its file is closed.
-func (l *flushedLog) Flush() error {
-	close(l.stop)
-	<-l.done
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.bw.Flush()
 }
 
 // parseTemplate parses NAME:BODY_PARAMS[:LANG,LANG…].

@@ -19,6 +19,7 @@ import (
 
 	"github.com/bulksend/bulksend/internal/campaign"
 	"github.com/bulksend/bulksend/internal/engine"
+	"github.com/bulksend/bulksend/internal/logfile"
 	"github.com/bulksend/bulksend/internal/pace"
 	"github.com/bulksend/bulksend/internal/sms"
 	"github.com/bulksend/bulksend/internal/sms/segment"
@@ -394,7 +395,7 @@ func demoSMSSandbox(rate float64) smssandbox.Config {
 // phones (one in 40, by a hash) are on its opt-out list.
 func startSMSSandbox(ctx context.Context, o *runOptions, s store.Settings, st *store.Store) (string, func() error, error) {
 	path := smsEventLogPath(st.Path())
-	f, err := openSandboxLog(path)
+	f, err := logfile.Append(path)
 	if err != nil {
 		return "", nil, fmt.Errorf("sandbox event log: %w", err)
 	}
@@ -440,7 +441,7 @@ func startSMSSandbox(ctx context.Context, o *runOptions, s store.Settings, st *s
 		serr := srv.Close()
 		stt := srv.Stats()
 		o.log.Info("sandbox", "requests", stt.Requests, "accepted", stt.Accepted, "throttled", stt.Throttled, "opted_out", stt.OptedOut)
-		return errors.Join(serr, closeLog(path, bw, f))
+		return errors.Join(serr, logfile.Close(path, bw, f))
 	}, nil
 }
 

@@ -136,8 +136,6 @@ type Config struct {
 	Sender      Sender
 	Senders     []string // sender numbers with rows to send
 	CampaignID  string
-	Template    string
-	Lang        string
 	Rate        float64 // per sender number per second; ≤ 0: unlimited
 	Concurrency int     // requests in flight; 0: rate × observed latency
 	MaxAttempts int     // default 5
@@ -607,7 +605,7 @@ func (e *Engine) idle(ctx context.Context, sender string) (bool, error) {
 func (e *Engine) send(ctx context.Context, j Job, slot pace.Send, sends *sync.WaitGroup) {
 	defer sends.Done()
 	msg := campaign.Message{
-		Row: j.Row, From: j.Sender, To: j.Phone, Template: e.cfg.Template, Lang: e.cfg.Lang,
+		Row: j.Row, From: j.Sender, To: j.Phone,
 		Params: j.Params, CallbackData: campaign.CallbackData(e.cfg.CampaignID, j.Row),
 	}
 	start := time.Now()

@@ -74,7 +74,7 @@ func checkpoint(n int, senders ...string) *enginetest.Memory {
 // in fake time they cost nothing.
 func config(cp engine.Checkpoint, s engine.Sender, senders ...string) engine.Config {
 	return engine.Config{
-		Checkpoint: cp, Sender: s, Senders: senders, CampaignID: "c1", Template: "t", Lang: "en_US",
+		Checkpoint: cp, Sender: s, Senders: senders, CampaignID: "c1",
 		Concurrency: 8, MaxAttempts: 3,
 	}
 }

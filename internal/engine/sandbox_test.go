@@ -92,7 +92,7 @@ func sandboxConfig(t *testing.T, cp engine.Checkpoint, sc sandbox.Config, rate f
 	sb := sandbox.New(sc)
 	srv := httptest.NewServer(sb)
 	t.Cleanup(func() { srv.Close(); sb.Close() })
-	client := &whatsapp.Client{BaseURL: srv.URL, Version: "v23.0", Token: "t", Timeout: 5 * time.Second, HTTP: srv.Client()}
+	client := &whatsapp.Client{BaseURL: srv.URL, Version: "v23.0", Token: "t", TemplateName: "welcome", TemplateLang: "en_US", Timeout: 5 * time.Second, HTTP: srv.Client()}
 	cfg := config(cp, client, "1000001", "1000002")
 	cfg.Rate, cfg.Concurrency = rate, 0
 	return sb, cfg

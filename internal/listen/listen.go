@@ -10,6 +10,7 @@ package listen
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -147,4 +148,16 @@ func (s *Server) Close() error {
 	err := s.hs.Close()
 	s.ln.Close()
 	return err
+}
+
+// Loopback serves h on a free port of 127.0.0.1 within lim until the
+// server is closed; its URL is "http://" + Addr().
+func Loopback(h http.Handler, lim Limits, log *slog.Logger) (*Server, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("listen on 127.0.0.1: %w", err)
+	}
+	srv := New(l, h, lim, log)
+	go srv.Serve()
+	return srv, nil
 }

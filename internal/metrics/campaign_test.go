@@ -61,13 +61,13 @@ func TestAfterSandboxCampaign(t *testing.T) {
 	srv := httptest.NewServer(sb)
 	defer srv.Close()
 	defer sb.Close()
-	client := &whatsapp.Client{BaseURL: srv.URL, Version: "v23.0", Token: "t", Timeout: time.Second, HTTP: srv.Client()}
+	client := &whatsapp.Client{BaseURL: srv.URL, Version: "v23.0", Token: "t", TemplateName: "welcome", TemplateLang: "en_US", Timeout: time.Second, HTTP: srv.Client()}
 
 	m := New("c1", "whatsapp")
 	senders := []string{slow, fast}
 	m.Configure(senders, rate)
 	m.CountRows(st.Counts)
-	cfg := engine.Config{Checkpoint: st, Sender: client, Senders: senders, CampaignID: "c1", Template: "welcome", Lang: "en_US",
+	cfg := engine.Config{Checkpoint: st, Sender: client, Senders: senders, CampaignID: "c1",
 		Rate: rate, MaxAttempts: 5, BackoffBase: time.Millisecond, BackoffMax: 5 * time.Millisecond, Observer: m}
 	eng := engine.New(cfg)
 	m.Watch(eng)

@@ -56,6 +56,9 @@ type Client struct {
 	Token   string // never logged, never part of an error
 	HTTP    *http.Client
 	Timeout time.Duration // per request; 0 means none beyond ctx
+	// TemplateName and TemplateLang name the approved template every Send
+	// fills.
+	TemplateName, TemplateLang string
 	// Mapping fills the template from a message's Params; nil sends the
 	// Params as the body's positional parameters.
 	Mapping *template.Mapping
@@ -107,9 +110,9 @@ type Language struct {
 	Code   string `json:"code"`
 }
 
-// NewRequest builds the wire request for m, its template filled by mp
-// (nil: m.Params are the body's positional parameters).
-func NewRequest(m campaign.Message, mp *template.Mapping) Request {
+// NewRequest builds the wire request for m, template name in language
+// lang, filled by mp (nil: m.Params are the body's positional parameters).
+func NewRequest(m campaign.Message, name, lang string, mp *template.Mapping) Request {
 	r := Request{
 		MessagingProduct: "whatsapp",
 		RecipientType:    "individual",
@@ -117,8 +120,8 @@ func NewRequest(m campaign.Message, mp *template.Mapping) Request {
 		Type:             "template",
 		CallbackData:     m.CallbackData,
 		Template: Template{
-			Name:     m.Template,
-			Language: Language{Policy: "deterministic", Code: m.Lang},
+			Name:     name,
+			Language: Language{Policy: "deterministic", Code: lang},
 		},
 	}
 	if mp == nil {
@@ -192,7 +195,7 @@ func (c *Client) Send(ctx context.Context, m campaign.Message) (campaign.Receipt
 	if err != nil {
 		return campaign.Receipt{}, &campaign.SendError{Class: campaign.Fatal, Title: err.Error(), Err: err}
 	}
-	req := NewRequest(m, c.Mapping)
+	req := NewRequest(m, c.TemplateName, c.TemplateLang, c.Mapping)
 	req.ProductPolicy = policy
 	body, err := json.Marshal(req)
 	if err != nil {

@@ -18,7 +18,7 @@ import (
 )
 
 var msg = campaign.Message{
-	Row: 7, From: "106540352242922", To: "+447700900123", Template: "spring_sale", Lang: "en_US",
+	Row: 7, From: "106540352242922", To: "+447700900123",
 	Params: []string{"Jessica", "WELCOME25"}, CallbackData: "bulksend:abc:7",
 }
 
@@ -27,8 +27,11 @@ func TestRequestConformsToOpenAPI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, m := range []campaign.Message{msg, {From: "1", To: "+15551234567", Template: "hello_world", Lang: "en"}} {
-		body, err := json.Marshal(NewRequest(m, nil))
+	for _, m := range []struct {
+		campaign.Message
+		name, lang string
+	}{{msg, "spring_sale", "en_US"}, {campaign.Message{From: "1", To: "+15551234567"}, "hello_world", "en"}} {
+		body, err := json.Marshal(NewRequest(m.Message, m.name, m.lang, nil))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -52,7 +55,7 @@ func TestSendWire(t *testing.T) {
 		io.WriteString(w, `{"messaging_product":"whatsapp","contacts":[{"input":"+447700900123","wa_id":"447700900123"}],"messages":[{"id":"wamid.HBgLMTY1","message_status":"accepted"}]}`)
 	}))
 	defer srv.Close()
-	c := &Client{BaseURL: srv.URL, Version: "v23.0", Token: "tok", HTTP: srv.Client()}
+	c := &Client{BaseURL: srv.URL, Version: "v23.0", Token: "tok", HTTP: srv.Client(), TemplateName: "spring_sale", TemplateLang: "en_US"}
 	rc, err := c.Send(context.Background(), msg)
 	id := rc.ID
 	if err != nil || id != "wamid.HBgLMTY1" {

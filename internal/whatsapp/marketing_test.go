@@ -58,9 +58,10 @@ func TestMarketingRequestConformsToOpenAPI(t *testing.T) {
 		io.WriteString(w, mmAnswer)
 	}))
 	defer srv.Close()
-	plain := campaign.Message{From: "102290129340398", To: "+16315552222", Template: "welcome_offer", Lang: "en_US"}
+	plain := campaign.Message{From: "102290129340398", To: "+16315552222"}
 	for _, policy := range []string{"", PolicyFallback, PolicyStrict} {
-		c := &Client{BaseURL: srv.URL, Version: "v23.0", Token: "tok", HTTP: srv.Client(), API: APIMarketing, ProductPolicy: policy}
+		c := &Client{BaseURL: srv.URL, Version: "v23.0", Token: "tok", HTTP: srv.Client(), API: APIMarketing, ProductPolicy: policy,
+			TemplateName: "welcome_offer", TemplateLang: "en_US"}
 		for _, m := range []campaign.Message{msg, plain} {
 			if _, err := c.Send(context.Background(), m); err != nil {
 				t.Fatal(err)

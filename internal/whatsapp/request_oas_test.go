@@ -156,9 +156,9 @@ func TestRequestComponentsConformToOpenAPI(t *testing.T) {
 			if why := m.Validate(tt.cells); why != "" {
 				t.Fatalf("Validate: %s", why)
 			}
-			msg := campaign.Message{Row: 3, From: "106540352242922", To: "+447700900123", Template: def.Name, Lang: def.Language,
+			msg := campaign.Message{Row: 3, From: "106540352242922", To: "+447700900123",
 				Params: tt.cells, CallbackData: "bulksend:abc:3"}
-			body, err := json.Marshal(whatsapp.NewRequest(msg, m))
+			body, err := json.Marshal(whatsapp.NewRequest(msg, def.Name, def.Language, m))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -180,8 +180,8 @@ func TestOldCheckpointRequestConformsToOpenAPI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	msg := campaign.Message{From: "1", To: "+15551234567", Template: "hello", Lang: "en", Params: []string{"Ana", "WELCOME25"}}
-	body, err := json.Marshal(whatsapp.NewRequest(msg, nil))
+	msg := campaign.Message{From: "1", To: "+15551234567", Params: []string{"Ana", "WELCOME25"}}
+	body, err := json.Marshal(whatsapp.NewRequest(msg, "hello", "en", nil))
 	if err != nil {
 		t.Fatal(err)
 	}

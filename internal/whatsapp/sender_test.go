@@ -50,7 +50,7 @@ func TestSendRefusesSenderOutsideThePath(t *testing.T) {
 	defer srv.Close()
 	c := &Client{BaseURL: srv.URL, Version: DefaultVersion, Token: "secret"}
 	for _, from := range []string{"999/subscribed_apps#", "1/../../v1.0/me/feed?", "1\x7f", "1?x=1", ".."} {
-		_, err := c.Send(context.Background(), campaign.Message{To: "+447700900123", From: from, Template: "t", Lang: "en"})
+		_, err := c.Send(context.Background(), campaign.Message{To: "+447700900123", From: from})
 		var se *campaign.SendError
 		if !errors.As(err, &se) || se.Class != campaign.Permanent || !errors.Is(err, ErrSender) {
 			t.Errorf("Send from %q: %v, want a permanent send error wrapping ErrSender", from, err)

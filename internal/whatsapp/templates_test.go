@@ -133,11 +133,11 @@ func TestSendEachKindThroughSandbox(t *testing.T) {
 				t.Fatal(why)
 			}
 			sender := *c
-			sender.Mapping = m
+			sender.Mapping, sender.TemplateName, sender.TemplateLang = m, def.Name, def.Language
 			mu.Lock()
 			bodies = nil
 			mu.Unlock()
-			msg := campaign.Message{Row: 1, From: "106540352242922", To: "+447400123456", Template: def.Name, Lang: def.Language, Params: tc.cells, CallbackData: "bulksend:t:1"}
+			msg := campaign.Message{Row: 1, From: "106540352242922", To: "+447400123456", Params: tc.cells, CallbackData: "bulksend:t:1"}
 			if _, err := sender.Send(context.Background(), msg); err != nil {
 				t.Fatalf("the sandbox refused the request: %v", err)
 			}
@@ -159,8 +159,8 @@ func TestSendEachKindThroughSandbox(t *testing.T) {
 		t.Fatal(err)
 	}
 	sender := *c
-	sender.Mapping = m
-	_, err = sender.Send(context.Background(), campaign.Message{From: "1", To: "+447400123456", Template: def.Name, Lang: def.Language, Params: []string{"Ana", "20%", "A1"}})
+	sender.Mapping, sender.TemplateName, sender.TemplateLang = m, def.Name, def.Language
+	_, err = sender.Send(context.Background(), campaign.Message{From: "1", To: "+447400123456", Params: []string{"Ana", "20%", "A1"}})
 	var se *campaign.SendError
 	if !errors.As(err, &se) || se.Code != 132000 {
 		t.Fatalf("send without the image header: %v, want 132000", err)
