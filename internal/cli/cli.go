@@ -72,10 +72,10 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			defer pprof.StopCPUProfile()
 		}
 	}
-	return run(args, ios)
+	return runMain(args, ios)
 }
 
-func run(args []string, ios *IO) int {
+func runMain(args []string, ios *IO) int {
 	root := newRoot(ios)
 	if completionRequest(args) {
 		root.SetOut(ios.Out)

@@ -12,7 +12,9 @@ import (
 	"github.com/bulksend/bulksend/internal/listen"
 	"github.com/bulksend/bulksend/internal/listen/listentest"
 	"github.com/bulksend/bulksend/internal/metrics"
+	smschannel "github.com/bulksend/bulksend/internal/sms/channel"
 	"github.com/bulksend/bulksend/internal/sms/smssandbox"
+	wachannel "github.com/bulksend/bulksend/internal/whatsapp/channel"
 	"github.com/bulksend/bulksend/internal/whatsapp/sandbox"
 )
 
@@ -43,9 +45,9 @@ func TestMetricsListener(t *testing.T) {
 // the suite's short limits instead of listen.Sandbox), does the same.
 func TestSandboxListener(t *testing.T) {
 	listentest.Run(t, func(t *testing.T, lim listen.Limits) listentest.Target {
-		cfg := demoSandbox()
+		cfg := wachannel.DemoSandbox()
 		cfg.Token = "sandbox-token"
-		wa, sms := sandbox.New(cfg), smssandbox.New(demoSMSSandbox(80))
+		wa, sms := sandbox.New(cfg), smssandbox.New(smschannel.DemoSandbox(80))
 		srv, err := serveWithin(bothSandboxes(wa, sms), lim, quiet)
 		if err != nil {
 			t.Fatal(err)
@@ -64,7 +66,7 @@ func TestSandboxListener(t *testing.T) {
 // and the standalone one's defaults.
 func TestSandboxLimitsOutlastHeldAnswers(t *testing.T) {
 	standalone := func() (*sandbox.Server, *smssandbox.Server) {
-		o := &sandboxOptions{cfg: demoSandbox()}
+		o := &sandboxOptions{cfg: wachannel.DemoSandbox()}
 		cmd := newSandboxCmd(&IO{In: strings.NewReader(""), Out: io.Discard, Err: io.Discard}, nil)
 		// The flags' defaults, as 'bulksend sandbox' starts with none.
 		f := cmd.Flags()
@@ -78,8 +80,8 @@ func TestSandboxLimitsOutlastHeldAnswers(t *testing.T) {
 		name string
 		sbs  func() []holder
 	}{
-		{"run --sandbox, WhatsApp", func() []holder { return []holder{sandbox.New(demoSandbox())} }},
-		{"run --sandbox, SMS", func() []holder { return []holder{smssandbox.New(demoSMSSandbox(80))} }},
+		{"run --sandbox, WhatsApp", func() []holder { return []holder{sandbox.New(wachannel.DemoSandbox())} }},
+		{"run --sandbox, SMS", func() []holder { return []holder{smssandbox.New(smschannel.DemoSandbox(80))} }},
 		{"bulksend sandbox", func() []holder { wa, sms := standalone(); return []holder{wa, sms} }},
 		{"a late delay of ten minutes", func() []holder {
 			return []holder{sandbox.New(sandbox.Config{LateDelay: 10 * time.Minute, Latency: time.Second, ArrivalJitter: time.Second})}

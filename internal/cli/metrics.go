@@ -63,14 +63,14 @@ type metricsOutput struct {
 // removing a temporary file beside it) and listens on the metrics
 // address, before anything is sent: either failing is a usage error that
 // names it. The endpoint answers 503 until the run starts sending.
-func (o *runOptions) openMetrics() error {
+func (o *runOptions) openMetrics() (*metricsOutput, error) {
 	if o.metricsFile == "" && o.metricsAddr == "" {
-		return nil
+		return nil, nil
 	}
 	mo := &metricsOutput{file: o.metricsFile, every: o.metricsEvery, log: o.log}
 	if mo.file != "" {
 		if err := metrics.CheckDir(mo.file); err != nil {
-			return usagef("point --metrics-file at a directory this user can write, e.g. node_exporter's --collector.textfile.directory; nothing was sent",
+			return nil, usagef("point --metrics-file at a directory this user can write, e.g. node_exporter's --collector.textfile.directory; nothing was sent",
 				"--metrics-file %s: %w", mo.file, err)
 		}
 		if !strings.HasSuffix(mo.file, ".prom") {
@@ -80,14 +80,13 @@ func (o *runOptions) openMetrics() error {
 	if o.metricsAddr != "" {
 		l, err := net.Listen("tcp", o.metricsAddr)
 		if err != nil {
-			return usagef("choose a free port (another bulksend may be running there), or drop --metrics-addr; nothing was sent",
+			return nil, usagef("choose a free port (another bulksend may be running there), or drop --metrics-addr; nothing was sent",
 				"--metrics-addr %s: %w", o.metricsAddr, err)
 		}
 		mo.serve(l, listen.Metrics)
 		o.log.Info("serving metrics", "url", "http://"+l.Addr().String()+"/metrics")
 	}
-	o.metricsOut = mo
-	return nil
+	return mo, nil
 }
 
 // serve serves the endpoint on l within lim (listen.Metrics; a test's

@@ -33,7 +33,7 @@ func startCLI(t *testing.T, env map[string]string, args ...string) *inProcess {
 	p := &inProcess{stdout: &syncBuffer{}, stderr: &syncBuffer{}, code: make(chan int, 1)}
 	ios := &IO{In: strings.NewReader(""), Out: p.stdout, Err: p.stderr, Getenv: func(k string) string { return env[k] },
 		Abort: func(code int) { t.Errorf("aborted with exit %d", code) }}
-	go func() { p.code <- run(args, ios) }()
+	go func() { p.code <- runMain(args, ios) }()
 	return p
 }
 

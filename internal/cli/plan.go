@@ -10,23 +10,22 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bulksend/bulksend/internal/run"
 	"github.com/bulksend/bulksend/internal/store"
 	"github.com/bulksend/bulksend/internal/termtext"
+	wachannel "github.com/bulksend/bulksend/internal/whatsapp/channel"
+	"github.com/bulksend/bulksend/internal/whatsapp/pricing"
 )
 
-// printPlan is --dry-run's output: what a run would send, how long it
-// would take at the configured rate and, with a rate card, what it would
-// cost at most.
-func (o *runOptions) printPlan(ctx context.Context, ios *IO, st *store.Store, s store.Settings) error {
-	card := o.card
-	r, err := st.Breakdown(ctx)
-	if err != nil {
-		return err
-	}
+// printPlan is a WhatsApp campaign's --dry-run output: what a run would
+// send, how long it would take at the configured rate and, with a rate
+// card, what it would cost at most.
+func printPlan(ctx context.Context, ios *IO, p *run.Plan, card *pricing.Card) error {
+	s, r := p.Settings, p.Breakdown
 	c := r.Counts
 	w := ios.Out
 	fmt.Fprintf(w, "plan: template %s/%s%s\n", esc(s.Template), esc(s.Lang), templateNote(s))
-	if m, err := mappingOf(s); err != nil {
+	if m, err := wachannel.MappingOf(s); err != nil {
 		return err
 	} else if m != nil {
 		fmt.Fprintf(w, "mapping: %s\n", esc(m.Summary()))
@@ -42,20 +41,14 @@ func (o *runOptions) printPlan(ctx context.Context, ios *IO, st *store.Store, s 
 	fmt.Fprintf(w, "rows: %d total, %d to send, %d skipped, %d in doubt, %d already settled\n",
 		c.Total, c.Pending, c.Skipped, c.InDoubt, c.Sent+c.Delivered+c.Read+c.Failed)
 	printSkipped(w, "  skipped ", r)
-	var slowest time.Duration
 	for _, sc := range r.BySender {
-		d := time.Duration(0)
-		if s.Rate > 0 {
-			d = time.Duration(float64(sc.Counts.Pending) / s.Rate * float64(time.Second))
-		}
-		slowest = max(slowest, d)
-		fmt.Fprintf(w, "sender %s: %d to send at %g/s, about %s\n", esc(sc.Sender), sc.Counts.Pending, s.Rate, d.Round(time.Second))
+		fmt.Fprintf(w, "sender %s: %d to send at %g/s, about %s\n", esc(sc.Sender), sc.Counts.Pending, s.Rate, p.Duration(sc.Counts.Pending).Round(time.Second))
 	}
 	if s.Rate > 0 {
-		fmt.Fprintf(w, "estimate: about %s at %g msg/s per sender (retries and throttling add to it)\n", slowest.Round(time.Second), s.Rate)
+		fmt.Fprintf(w, "estimate: about %s at %g msg/s per sender (retries and throttling add to it)\n", p.Longest().Round(time.Second), s.Rate)
 	}
 	if card != nil {
-		if err := printCostCeiling(ctx, w, st, s, card); err != nil {
+		if err := printCostCeiling(ctx, w, p.Store, s, card); err != nil {
 			return err
 		}
 	}

@@ -110,11 +110,9 @@ func runReconcile(ctx context.Context, ios *IO, o *reconcileOptions, log *slog.L
 	if err != nil {
 		return err
 	}
-	isSMS := s.Channel == string(campaign.SMS)
+	ch := channelOf(s.Channel)
 	senders := s.Senders
-	if isSMS {
-		// Events name the number a message left from, not the pool or ID
-		// given as --from: every event is looked up.
+	if !ch.eachSender {
 		senders = nil
 	} else if len(senders) == 0 { // the CSV has a from column
 		r, err := st.Breakdown(ctx)
@@ -133,21 +131,8 @@ func runReconcile(ctx context.Context, ios *IO, o *reconcileOptions, log *slog.L
 		return err
 	}
 	for _, path := range o.logs {
-		if isSMS {
-			if err := readSMSLog(ctx, rc, path, ios.In, log); err != nil {
-				return err
-			}
-			continue
-		}
-		c, err := readLog(ctx, rc, path, ios.In, log)
-		if err != nil {
+		if err := ch.reconcile(ctx, rc, path, ios.In, log); err != nil {
 			return err
-		}
-		// A log with bytes and no status is not the log meant: saying
-		// "nothing changed" with exit 0 would tell cron all is well.
-		if c.Bytes > 0 && c.Statuses == 0 {
-			return usagef("reconcile reads the status webhooks your receiver logged (a JSON body per line, pretty-printed, or an array of them)",
-				"webhook log %s: no status webhook in it: %s", path, describeLog(c))
 		}
 	}
 	sum, err := rc.Finish(ctx)
@@ -170,6 +155,21 @@ func runReconcile(ctx context.Context, ios *IO, o *reconcileOptions, log *slog.L
 			reason: fmt.Sprintf("unfinished: %d rows still in doubt", counts.InDoubt),
 			hint:   "add later webhook logs, or decide with --unmatched resend|fail (after --grace)",
 		}
+	}
+	return nil
+}
+
+// readWebhookLog applies the webhook log at path ("-": stdin, gzip
+// detected). A log with bytes and no status is not the log meant: saying
+// "nothing changed" with exit 0 would tell cron all is well.
+func readWebhookLog(ctx context.Context, rc *reconcile.Reconciler, path string, stdin io.Reader, log *slog.Logger) error {
+	c, err := readLog(ctx, rc, path, stdin, log)
+	if err != nil {
+		return err
+	}
+	if c.Bytes > 0 && c.Statuses == 0 {
+		return usagef("reconcile reads the status webhooks your receiver logged (a JSON body per line, pretty-printed, or an array of them)",
+			"webhook log %s: no status webhook in it: %s", path, describeLog(c))
 	}
 	return nil
 }
@@ -219,9 +219,9 @@ func openLog(ctx context.Context, path string, stdin io.Reader) (io.ReadCloser, 
 	}
 }
 
-// readSMSLog applies the AWS SMS event records at path: JSON lines from
+// readSMSEventLog applies the AWS SMS event records at path: JSON lines from
 // Firehose or a CloudWatch Logs export (see package smsevent).
-func readSMSLog(ctx context.Context, rc *reconcile.Reconciler, path string, stdin io.Reader, log *slog.Logger) error {
+func readSMSEventLog(ctx context.Context, rc *reconcile.Reconciler, path string, stdin io.Reader, log *slog.Logger) error {
 	log.Debug("reading SMS event log", "path", path)
 	f, err := openLog(ctx, path, stdin)
 	if err != nil {

@@ -11,119 +11,20 @@ import (
 	"net/http"
 	"os"
 	"runtime"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/bulksend/bulksend/internal/csvin"
 	"github.com/bulksend/bulksend/internal/listen"
 	"github.com/bulksend/bulksend/internal/logfile"
 	"github.com/bulksend/bulksend/internal/sms/smssandbox"
-	"github.com/bulksend/bulksend/internal/store"
 	"github.com/bulksend/bulksend/internal/termtext"
+	wachannel "github.com/bulksend/bulksend/internal/whatsapp/channel"
 	"github.com/bulksend/bulksend/internal/whatsapp/sandbox"
 	"github.com/bulksend/bulksend/internal/whatsapp/template"
 )
-
-// sandboxRequestTimeout is run --sandbox's request timeout: long enough
-// for its latency, short enough that a demo's late answers (in doubt) do
-// not hold the end of the run for long.
-const sandboxRequestTimeout = 5 * time.Second
-
-// demoSandbox is the realistic sandbox of run --sandbox: Meta's default
-// throughput, a little of every kind of trouble.
-func demoSandbox() sandbox.Config {
-	return sandbox.Config{
-		Seed: 1, Rate: 80,
-		Latency: 120 * time.Millisecond, Jitter: 80 * time.Millisecond,
-		TransientRate: 0.01, PermanentRate: 0.01, LateRate: 0.003, LateDelay: 2 * sandboxRequestTimeout,
-		FailRate: 0.02, ReadRate: 0.6, DuplicateRate: 0.05, ReorderRate: 0.05,
-		HeldRate: 0.03, HeldFailRate: 0.3,
-		// Only +1 can be US: the prefix spares the others a parse (a
-		// sandbox serving 10,000 sends a second spent an eighth of its CPU
-		// here).
-		USNumber: func(p string) bool { return strings.HasPrefix(p, "+1") && csvin.Region(p) == "US" },
-		// Status webhooks come when they happen: sent 0–1 s after
-		// acceptance, delivered 1–3 s after sent, read 5–30 s after
-		// delivered (the sandbox's defaults, spelled out for the flags).
-		SentDelay:      sandbox.Delay{Mean: 500 * time.Millisecond, Jitter: 500 * time.Millisecond},
-		DeliveredDelay: sandbox.Delay{Mean: 2 * time.Second, Jitter: time.Second},
-		ReadDelay:      sandbox.Delay{Mean: 17500 * time.Millisecond, Jitter: 12500 * time.Millisecond},
-		WebhookTries:   6, WebhookBackoff: time.Second,
-	}
-}
-
-type runningSandbox struct {
-	url, token string
-	// stop stops the sandbox; its error says the webhook log is short.
-	stop func() error
-}
-
-// startSandbox serves the sandbox in this process on 127.0.0.1, its
-// webhooks appended to webhookLog as they happen (the sandbox buffers and
-// flushes each emission itself). Those still to come when the run ends are
-// written when it stops the sandbox.
-func startSandbox(o *runOptions, s store.Settings, webhookLog string) (*runningSandbox, error) {
-	f, err := logfile.Append(webhookLog)
-	if err != nil {
-		return nil, fmt.Errorf("sandbox webhook log: %w", err)
-	}
-	cfg := demoSandbox()
-	cfg.Token = "sandbox-token"
-	m, err := mappingOf(s)
-	if err != nil {
-		return nil, err
-	}
-	same := func(d template.Definition) bool { return d.Name == s.Template && d.Language == s.Lang }
-	cfg.Definitions = sandbox.DefaultTemplates()
-	if m == nil {
-		// A checkpoint from before mappings sends body parameters only.
-		cfg.Definitions = slices.DeleteFunc(cfg.Definitions, same)
-	}
-	if !slices.ContainsFunc(cfg.Definitions, same) {
-		// A template of the operator's own: the sandbox takes it as having
-		// the body parameters the CSV fills.
-		cfg.Templates = []sandbox.Template{{Name: s.Template, Languages: []string{s.Lang}, BodyParams: bodyParams(s, m)}}
-	}
-	cfg.Webhooks = f
-	srv := sandbox.New(cfg)
-	url, stopServing, err := serveHandler(srv, o.log)
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	stop := func() error { stopServing(); return srv.Close() }
-	o.log.Info("sending to the in-process sandbox (nothing leaves this machine)", "webhook_log", webhookLog)
-	return &runningSandbox{
-		url:   url,
-		token: cfg.Token,
-		stop: func() error {
-			pending := srv.Stats().WebhooksPending
-			werr := stop()
-			st := srv.Stats()
-			o.log.Info("sandbox", "requests", st.Requests, "accepted", st.Accepted, "throttled", st.Throttled,
-				"duplicates", st.Duplicates, "max_per_second", st.MaxPerSecond, "webhooks", st.Webhooks,
-				"webhooks_written_at_stop", pending)
-			if err := errors.Join(werr, f.Close()); err != nil {
-				return fmt.Errorf("sandbox log %s: %w", webhookLog, err)
-			}
-			return nil
-		},
-	}, nil
-}
-
-// serveLocal serves srv on 127.0.0.1 until stop, which also closes srv
-// (writing the webhooks still to come) and returns its error.
-func serveLocal(srv *sandbox.Server) (url string, stop func() error, err error) {
-	url, stopServing, err := serveHandler(srv, nil)
-	if err != nil {
-		return "", nil, err
-	}
-	return url, func() error { stopServing(); return srv.Close() }, nil
-}
 
 // holder is a sandbox: it keeps answers back for up to LongestHold.
 type holder interface{ LongestHold() time.Duration }
@@ -136,21 +37,6 @@ func sandboxLimits(sbs ...holder) listen.Limits {
 		hold = max(hold, sb.LongestHold())
 	}
 	return listen.Sandbox(hold)
-}
-
-// serveHandler serves h, a sandbox, on 127.0.0.1 until stop, within
-// sandboxLimits; what the listener has to say goes to log (nil: slog's
-// default).
-func serveHandler(h http.Handler, log *slog.Logger) (url string, stop func(), err error) {
-	var sbs []holder
-	if sb, ok := h.(holder); ok {
-		sbs = append(sbs, sb)
-	}
-	srv, err := serveWithin(h, sandboxLimits(sbs...), log)
-	if err != nil {
-		return "", nil, err
-	}
-	return "http://" + srv.Addr().String(), func() { srv.Close() }, nil
 }
 
 // serveWithin serves h on 127.0.0.1 within lim until the server is
@@ -166,40 +52,12 @@ func serveWithin(h http.Handler, lim listen.Limits, log *slog.Logger) (*listen.S
 	return srv, nil
 }
 
-// joinSandboxStop is a run's error err with the error of stopping its
-// sandbox: a short event or webhook log would leave rows wrongly in doubt
-// at reconcile, which outranks "run again later".
-func joinSandboxStop(err, stopErr error) error {
-	var u *unfinishedError
-	switch {
-	case stopErr == nil:
-		return err
-	case err == nil || errors.As(err, &u):
-		return stopErr
-	}
-	return errors.Join(err, stopErr)
-}
-
 func definitionNames(defs []template.Definition) []string {
 	var names []string
 	for _, d := range defs {
 		names = append(names, d.Name+"/"+d.Language+" ("+strings.ToLower(d.Status)+")")
 	}
 	return names
-}
-
-// bodyParams is how many body parameters the campaign's requests carry.
-func bodyParams(s store.Settings, m *template.Mapping) int {
-	if m == nil {
-		return len(s.Params)
-	}
-	n := 0
-	for _, b := range m.Bindings {
-		if b.Part == template.Body || b.Part == template.Auth {
-			n++
-		}
-	}
-	return n
 }
 
 type sandboxOptions struct {
@@ -222,7 +80,7 @@ type sandboxOptions struct {
 }
 
 func newSandboxCmd(ios *IO, logger func() (*slog.Logger, error)) *cobra.Command {
-	o := &sandboxOptions{cfg: demoSandbox()}
+	o := &sandboxOptions{cfg: wachannel.DemoSandbox()}
 	cmd := &cobra.Command{
 		Use:   "sandbox [flags]",
 		Short: "Serve a fake WhatsApp Cloud API and AWS End User Messaging SMS on 127.0.0.1 to rehearse a campaign",

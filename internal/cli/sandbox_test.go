@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	wachannel "github.com/bulksend/bulksend/internal/whatsapp/channel"
 	"github.com/bulksend/bulksend/internal/whatsapp/sandbox"
 )
 
@@ -37,7 +38,7 @@ func TestDelayFlag(t *testing.T) {
 		})
 	}
 	// The demo's defaults, as help shows them.
-	c := demoSandbox()
+	c := wachannel.DemoSandbox()
 	for _, tc := range []struct {
 		d    *sandbox.Delay
 		want string

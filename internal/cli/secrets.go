@@ -4,9 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
-	"slices"
 	"strings"
 )
 
@@ -65,39 +63,4 @@ func checkToken(t string) error {
 		return fmt.Errorf("%w: it has %s at byte %d of %d", errTokenChar, what, i+1, len(t))
 	}
 	return nil
-}
-
-// maskURL is u as logs may show it: without the user and password it may
-// carry (http://user:pass@host) and without its query's values.
-func maskURL(u string) string {
-	p, err := url.Parse(u)
-	if err == nil && (p.Scheme == "" || p.Host == "") {
-		return u // not a URL with a host: a name ("AWS End User Messaging SMS")
-	}
-	if err != nil {
-		if i := strings.LastIndex(u, "@"); i >= 0 {
-			return "***" + u[i:] // unparsable: keep what follows the credentials
-		}
-		return u
-	}
-	masked := p.User != nil
-	p.User = nil
-	var keys []string
-	for k := range p.Query() {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	p.RawQuery = ""
-	out := p.String()
-	if masked {
-		out = strings.Replace(out, "//", "//***@", 1)
-	}
-	for i, k := range keys {
-		sep := "&"
-		if i == 0 {
-			sep = "?"
-		}
-		out += sep + url.QueryEscape(k) + "=***"
-	}
-	return out
 }

@@ -59,18 +59,3 @@ func TestTokenFileLineBreakInside(t *testing.T) {
 		t.Fatalf("readTokenFile = %q, %v; the spaces and line break around a token are trimmed", tok, err)
 	}
 }
-
-func TestMaskURL(t *testing.T) {
-	for _, tc := range []struct{ in, want string }{
-		{"https://graph.facebook.com", "https://graph.facebook.com"},
-		{"AWS End User Messaging SMS", "AWS End User Messaging SMS"},
-		{"http://user:pass@127.0.0.1:9", "http://***@127.0.0.1:9"},
-		{"http://token@host/v1", "http://***@host/v1"},
-		{"http://host/x?access_token=abc&a=b", "http://host/x?a=***&access_token=***"},
-		{"http://us er:p@ss@host:bad port", "***@host:bad port"},
-	} {
-		if got := maskURL(tc.in); got != tc.want {
-			t.Errorf("maskURL(%q) = %q, want %q", tc.in, got, tc.want)
-		}
-	}
-}

@@ -95,7 +95,7 @@ func TestVersionFlag(t *testing.T) {
 	t.Cleanup(func() { version = old })
 	for _, args := range [][]string{{"--version"}, {"version"}} {
 		var out, errOut bytes.Buffer
-		code := run(args, &IO{In: strings.NewReader(""), Out: &out, Err: &errOut, Getenv: func(string) string { return "" }})
+		code := runMain(args, &IO{In: strings.NewReader(""), Out: &out, Err: &errOut, Getenv: func(string) string { return "" }})
 		if code != ExitOK || errOut.Len() != 0 {
 			t.Fatalf("%q: exit %d, stderr %q", args, code, errOut.String())
 		}

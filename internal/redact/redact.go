@@ -1,4 +1,5 @@
-// Package redact keeps recipients' phone numbers out of logs: Phone masks
+// Package redact keeps recipients' phone numbers and credentials out of
+// logs: URL masks a URL's user, password and query values; Phone masks
 // one, Phones every number in a text written as people write them (E.164,
 // national, in groups), and Handler masks
 // the records of a log/slog handler at Info and above (a debug log, asked
@@ -9,6 +10,9 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/url"
+	"slices"
+	"strings"
 )
 
 // keep is how many trailing digits a masked phone keeps: enough to tell
@@ -274,4 +278,39 @@ func attr(a slog.Attr) slog.Attr {
 		}
 	}
 	return slog.Attr{Key: a.Key, Value: v}
+}
+
+// URL is u as logs may show it: without the user and password it may
+// carry (http://user:pass@host) and without its query's values.
+func URL(u string) string {
+	p, err := url.Parse(u)
+	if err == nil && (p.Scheme == "" || p.Host == "") {
+		return u // not a URL with a host: a name ("AWS End User Messaging SMS")
+	}
+	if err != nil {
+		if i := strings.LastIndex(u, "@"); i >= 0 {
+			return "***" + u[i:] // unparsable: keep what follows the credentials
+		}
+		return u
+	}
+	masked := p.User != nil
+	p.User = nil
+	var keys []string
+	for k := range p.Query() {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	p.RawQuery = ""
+	out := p.String()
+	if masked {
+		out = strings.Replace(out, "//", "//***@", 1)
+	}
+	for i, k := range keys {
+		sep := "&"
+		if i == 0 {
+			sep = "?"
+		}
+		out += sep + url.QueryEscape(k) + "=***"
+	}
+	return out
 }

@@ -1,0 +1,57 @@
+package run
+
+import (
+	"context"
+	"time"
+
+	"github.com/bulksend/bulksend/internal/pace"
+	"github.com/bulksend/bulksend/internal/store"
+)
+
+// Plan is what a dry run found: what a run would send, from whom, and how
+// long it would take at the campaign's rate.
+type Plan struct {
+	Settings  store.Settings
+	Breakdown store.Report
+	// Pending is what is left to send per sender, in the rate's units:
+	// messages, or an SMS campaign's parts.
+	Pending map[string]int64
+	// Binding is the first run's (an SMS import's measures), nil when the
+	// campaign existed.
+	Binding Binding
+	// Store is the checkpoint planned from, for what a front end adds to
+	// the plan (a cost ceiling); valid until the Campaign is closed.
+	Store *store.Store
+}
+
+// Plan plans the campaign as it stands.
+func (c *Campaign) Plan(ctx context.Context) (*Plan, error) {
+	r, err := c.Store.Breakdown(ctx)
+	if err != nil {
+		return nil, err
+	}
+	pending, err := c.Store.PendingParts(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &Plan{Settings: c.Settings, Breakdown: r, Pending: pending, Binding: c.bound, Store: c.Store}, nil
+}
+
+// Duration is how long n of the rate's units take to send from one
+// sender at the pace the engine keeps (the rate less its headroom); 0
+// without a rate.
+func (p *Plan) Duration(n int64) time.Duration {
+	if p.Settings.Rate <= 0 {
+		return 0
+	}
+	return time.Duration(float64(n) / pace.Paced(p.Settings.Rate) * float64(time.Second))
+}
+
+// Longest is the time the slowest sender takes: the campaign's estimate.
+func (p *Plan) Longest() time.Duration {
+	var d time.Duration
+	for _, n := range p.Pending {
+		d = max(d, p.Duration(n))
+	}
+	return d
+}
