@@ -8,6 +8,7 @@ import (
 	"github.com/bulksend/bulksend/internal/campaign"
 	"github.com/bulksend/bulksend/internal/reconcile"
 	"github.com/bulksend/bulksend/internal/run"
+	"github.com/bulksend/bulksend/internal/store"
 	"github.com/bulksend/bulksend/internal/whatsapp/pricing"
 )
 
@@ -31,6 +32,13 @@ type channelEntry struct {
 	plan func(ctx context.Context, ios *IO, p *run.Plan, card *pricing.Card) error
 	// reconcile reads one provider log into rc ("-": stdin).
 	reconcile func(ctx context.Context, rc *reconcile.Reconciler, path string, stdin io.Reader, log *slog.Logger) error
+	// defaultRate is --rate when it is not given, if not the flag's.
+	defaultRate float64
+	// parts: the channel counts message parts (status shows them; its
+	// campaigns have no API choice).
+	parts bool
+	// heading is status's first line after the campaign's ID.
+	heading func(s store.Settings) string
 	// eachSender: reconcile matches statuses by the campaign's senders
 	// (WhatsApp's phone-number IDs); SMS events name the number a message
 	// left from, not the pool or ID given, so every event is looked up.

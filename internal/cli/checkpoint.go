@@ -3,41 +3,16 @@ package cli
 import (
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
-	"strings"
 
-	"github.com/bulksend/bulksend/internal/store"
+	"github.com/bulksend/bulksend/internal/run"
 )
 
-// dbPath is the checkpoint of a campaign CSV: CAMPAIGN.bulksend.db beside
-// the file the CSV's name leads to, so that every path to one CSV (a
-// symbolic link to it, a linked folder) finds the one checkpoint. A CSV
-// that is gone (status after the file was moved) is taken as named.
+// dbPath is the checkpoint of a campaign CSV (run.CheckpointOf).
 func dbPath(csvPath string) (string, error) {
-	real, err := filepath.EvalSymlinks(csvPath)
-	if err != nil {
-		return besideCSV(csvPath), nil
+	db, err := run.CheckpointOf(csvPath)
+	var beside *run.BesideLinkError
+	if errors.As(err, &beside) {
+		return "", &usageError{err: err, hint: fmt.Sprintf("move it beside the CSV (mv %q %q), or point --db at it", beside.Checkpoint, beside.Want)}
 	}
-	db := besideCSV(real)
-	// Releases before this one kept the checkpoint beside the link: a
-	// campaign begun so is not begun again in a new checkpoint.
-	if old := besideCSV(csvPath); old != db {
-		_, errOld := os.Stat(old)
-		_, errNew := os.Stat(db)
-		oldReal, _ := store.Resolve(old)
-		newReal, _ := store.Resolve(db)
-		if errOld == nil && errors.Is(errNew, fs.ErrNotExist) && oldReal != newReal {
-			return "", usagef(fmt.Sprintf("move it beside the CSV (mv %q %q), or point --db at it", old, db),
-				"%s is a link to %s: this campaign's checkpoint is %s, beside the link, where bulksend keeps it beside the file the link leads to", csvPath, real, old)
-		}
-	}
-	return db, nil
-}
-
-func besideCSV(csvPath string) string {
-	base := strings.TrimSuffix(csvPath, ".csv")
-	base = strings.TrimSuffix(base, ".CSV")
-	return base + ".bulksend.db"
+	return db, err
 }

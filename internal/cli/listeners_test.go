@@ -30,13 +30,12 @@ func TestMetricsListener(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		mo := &metricsOutput{log: quiet}
-		mo.m = metrics.New("c1", "whatsapp")
-		h := mo.m.Handler()
-		mo.handler.Store(&h)
-		mo.serve(l, lim)
-		t.Cleanup(mo.close)
-		return listentest.Target{Server: mo.srv, Get: "/metrics", Post: "/metrics"}
+		mo := metrics.NewOutput("", 0, quiet)
+		mo.Serve(l, lim)
+		mo.Attach(metrics.New("c1", "whatsapp"))
+		mo.Start(nil, time.Now())
+		t.Cleanup(mo.Close)
+		return listentest.Target{Server: mo.Server(), Get: "/metrics", Post: "/metrics"}
 	})
 }
 
@@ -48,7 +47,7 @@ func TestSandboxListener(t *testing.T) {
 		cfg := wachannel.DemoSandbox()
 		cfg.Token = "sandbox-token"
 		wa, sms := sandbox.New(cfg), smssandbox.New(smschannel.DemoSandbox(80))
-		srv, err := serveWithin(bothSandboxes(wa, sms), lim, quiet)
+		srv, err := listen.Loopback(bothSandboxes(wa, sms), lim, quiet)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -132,7 +131,7 @@ func TestSandboxLateAnswerNotCutOff(t *testing.T) {
 	defer wa.Close()
 	lim := sandboxLimits(wa)
 	lim.ReadHeader, lim.Read, lim.Idle = 200*time.Millisecond, 200*time.Millisecond, 200*time.Millisecond
-	srv, err := serveWithin(wa, lim, quiet)
+	srv, err := listen.Loopback(wa, lim, quiet)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,4 +158,16 @@ func TestSandboxLateAnswerNotCutOff(t *testing.T) {
 	if waited := time.Since(start); waited < cfg.LateDelay {
 		t.Fatalf("answered after %v: not a late answer (LateDelay %v)", waited, cfg.LateDelay)
 	}
+}
+
+// holder is a sandbox: it keeps answers back for up to LongestHold.
+type holder interface{ LongestHold() time.Duration }
+
+// sandboxLimits are the listener limits of a server of the sandboxes sbs.
+func sandboxLimits(sbs ...holder) listen.Limits {
+	var holds []time.Duration
+	for _, sb := range sbs {
+		holds = append(holds, sb.LongestHold())
+	}
+	return listen.Sandbox(holds...)
 }

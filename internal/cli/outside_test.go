@@ -20,6 +20,7 @@ import (
 
 	"github.com/bulksend/bulksend/internal/campaign"
 	"github.com/bulksend/bulksend/internal/csvout"
+	"github.com/bulksend/bulksend/internal/report"
 	"github.com/bulksend/bulksend/internal/whatsapp/sandbox"
 	"github.com/bulksend/bulksend/internal/whatsapp/template"
 )
@@ -220,12 +221,12 @@ func TestExportFormulaCells(t *testing.T) {
 		})
 	}
 	t.Run("no formula in any cell", func(t *testing.T) {
-		checkNoFormula(t, records(t, mustRun(t, env, []int{ExitOK}, "export", path)), exportColumns)
+		checkNoFormula(t, records(t, mustRun(t, env, []int{ExitOK}, "export", path)), report.ExportColumns)
 		attempts := records(t, mustRun(t, env, []int{ExitOK}, "export", path, "--attempts"))
 		if len(attempts) < 4 {
 			t.Fatalf("attempts record of %d requests, want 3 or more", len(attempts)-1)
 		}
-		checkNoFormula(t, attempts, attemptsColumns)
+		checkNoFormula(t, attempts, report.AttemptsColumns)
 	})
 	t.Run("numbers and E.164 as they are", func(t *testing.T) {
 		if got := safe[1][col["phone"]]; got != "+447911000001" {

@@ -15,8 +15,9 @@ import (
 
 	"github.com/bulksend/bulksend/internal/campaign"
 	"github.com/bulksend/bulksend/internal/reconcile"
-	"github.com/bulksend/bulksend/internal/sms/smsevent"
+	smschannel "github.com/bulksend/bulksend/internal/sms/channel"
 	"github.com/bulksend/bulksend/internal/store"
+	wachannel "github.com/bulksend/bulksend/internal/whatsapp/channel"
 	"github.com/bulksend/bulksend/internal/whatsapp/webhook"
 )
 
@@ -163,7 +164,8 @@ func runReconcile(ctx context.Context, ios *IO, o *reconcileOptions, log *slog.L
 // detected). A log with bytes and no status is not the log meant: saying
 // "nothing changed" with exit 0 would tell cron all is well.
 func readWebhookLog(ctx context.Context, rc *reconcile.Reconciler, path string, stdin io.Reader, log *slog.Logger) error {
-	c, err := readLog(ctx, rc, path, stdin, log)
+	log.Debug("reading webhook log", "path", path)
+	c, err := wachannel.ReadLog(ctx, rc, path, stdin)
 	if err != nil {
 		return err
 	}
@@ -174,68 +176,15 @@ func readWebhookLog(ctx context.Context, rc *reconcile.Reconciler, path string, 
 	return nil
 }
 
-// readLog applies the webhook log at path ("-": stdin, gzip detected).
-// Each log is opened only when its turn comes.
-func readLog(ctx context.Context, rc *reconcile.Reconciler, path string, stdin io.Reader, log *slog.Logger) (webhook.Counts, error) {
-	log.Debug("reading webhook log", "path", path)
-	f, err := openLog(ctx, path, stdin)
-	if err != nil {
-		return webhook.Counts{}, err
-	}
-	defer f.Close() // read only: its close error says nothing
-	r := webhook.NewReader(f)
-	if err := rc.Read(ctx, path, webhook.Statuses(r)); err != nil {
-		if ctx.Err() == nil {
-			err = fmt.Errorf("webhook log %s: %w", path, err)
-		}
-		return webhook.Counts{}, err // r may still be in use: no counts
-	}
-	return r.Counts(), nil
-}
-
-// openLog opens the log at path ("-": stdin, gzip detected). Open reads
-// the first bytes: on stdin that may wait for a writer, and an interrupt
-// must not.
-func openLog(ctx context.Context, path string, stdin io.Reader) (io.ReadCloser, error) {
-	type opened struct {
-		f   io.ReadCloser
-		err error
-	}
-	ch := make(chan opened, 1)
-	go func() {
-		f, err := webhook.Open(path, stdin)
-		ch <- opened{f, err}
-	}()
-	select {
-	case o := <-ch:
-		return o.f, o.err
-	case <-ctx.Done():
-		go func() {
-			if o := <-ch; o.f != nil {
-				o.f.Close()
-			}
-		}()
-		return nil, ctx.Err()
-	}
-}
-
 // readSMSEventLog applies the AWS SMS event records at path: JSON lines from
 // Firehose or a CloudWatch Logs export (see package smsevent).
 func readSMSEventLog(ctx context.Context, rc *reconcile.Reconciler, path string, stdin io.Reader, log *slog.Logger) error {
 	log.Debug("reading SMS event log", "path", path)
-	f, err := openLog(ctx, path, stdin)
+	c, err := smschannel.ReadLog(ctx, rc, path, stdin)
 	if err != nil {
 		return err
 	}
-	defer f.Close()
-	r := smsevent.NewReader(f)
-	if err := rc.Read(ctx, path, smsevent.Statuses(r)); err != nil {
-		if ctx.Err() == nil {
-			err = fmt.Errorf("SMS event log %s: %w", path, err)
-		}
-		return err
-	}
-	if c := r.Counts(); c.Events == 0 && c.Invalid+c.NotEvent > 0 {
+	if c.Events == 0 && c.Invalid+c.NotEvent > 0 {
 		where := ""
 		if len(c.FirstInvalid) > 0 {
 			where = fmt.Sprintf(" (first invalid at line %d)", c.FirstInvalid[0])

@@ -69,7 +69,7 @@ func runReport(ctx context.Context, ios *IO, o *reportOptions) error {
 		return err
 	}
 	if o.out != "" {
-		if err := writeAtomic(o.out, func(w *bufio.Writer) error { return report.Render(w, r) }); err != nil {
+		if err := writeAtomic(o.out, 0o644, func(w *bufio.Writer) error { return report.Render(w, r) }); err != nil {
 			return err
 		}
 	}
@@ -113,9 +113,10 @@ func openForReading(db string) (*store.Store, error) {
 }
 
 // writeAtomic writes a file through write, so that it appears only when
-// complete: into a temporary file beside it, synced, then renamed over it.
-// A failure leaves no file behind (and an older one as it was).
-func writeAtomic(path string, write func(*bufio.Writer) error) (err error) {
+// complete: into a temporary file beside it, synced, then renamed over it,
+// with mode perm. A failure leaves no file behind (and an older one as it
+// was).
+func writeAtomic(path string, perm os.FileMode, write func(*bufio.Writer) error) (err error) {
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
@@ -133,7 +134,7 @@ func writeAtomic(path string, write func(*bufio.Writer) error) (err error) {
 	if err := bw.Flush(); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	if err := tmp.Chmod(0o644); err != nil {
+	if err := tmp.Chmod(perm); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	if err := tmp.Sync(); err != nil {

@@ -32,7 +32,7 @@ func TestWriteAtomic(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if err := writeAtomic(path, tc.write); !errors.Is(err, tc.wantErr) {
+			if err := writeAtomic(path, 0o644, tc.write); !errors.Is(err, tc.wantErr) {
 				t.Fatalf("writeAtomic = %v, want %v", err, tc.wantErr)
 			}
 			got, err := os.ReadFile(path)

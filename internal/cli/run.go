@@ -16,7 +16,9 @@ import (
 	"github.com/bulksend/bulksend/internal/campaign"
 	"github.com/bulksend/bulksend/internal/csvin"
 	"github.com/bulksend/bulksend/internal/engine"
+	"github.com/bulksend/bulksend/internal/metrics"
 	"github.com/bulksend/bulksend/internal/run"
+	"github.com/bulksend/bulksend/internal/version"
 	"github.com/bulksend/bulksend/internal/whatsapp"
 	"github.com/bulksend/bulksend/internal/whatsapp/pricing"
 )
@@ -239,8 +241,8 @@ func runRun(ctx context.Context, ios *IO, o *runOptions) error {
 	// and exits 3 like any interrupted run.
 	runCtx, stop := signalContext(ctx, ios, o.log, runInterrupt)
 	defer stop()
-	var metricsOut *metricsOutput
-	defer func() { metricsOut.close() }()
+	var metricsOut *metrics.Output
+	defer func() { metricsOut.Close() }()
 	ro := o.runOptions(db, ch)
 	ro.Locked = func() (err error) {
 		metricsOut, err = o.openMetrics()
@@ -251,13 +253,13 @@ func runRun(ctx context.Context, ios *IO, o *runOptions) error {
 		return ch.words(o, err)
 	}
 	defer camp.Close()
-	defer metricsOut.leave(context.WithoutCancel(runCtx), camp.Store)
+	defer leaveMetrics(context.WithoutCancel(runCtx), metricsOut, o.log, camp.Store)
 
 	var prog *progress
 	res, runErr := camp.Run(ctx, runCtx, run.Hooks{
-		Configure: func(cfg *engine.Config) { metricsOut.attach(ctx, camp.Store, cfg, name) },
+		Configure: func(cfg *engine.Config) { attachMetrics(ctx, metricsOut, o.log, camp.Store, cfg, name) },
 		Started: func(eng *engine.Engine, at time.Time, counts campaign.Counts) func() {
-			metricsOut.start(eng, at)
+			metricsOut.Start(eng, at)
 			prog = startProgress(ios, eng, counts, o.progressEvery)
 			return prog.stop
 		},
@@ -271,7 +273,7 @@ func runRun(ctx context.Context, ios *IO, o *runOptions) error {
 	if out == nil {
 		return ch.words(o, runErr)
 	}
-	metricsOut.finish()
+	metricsOut.Finish()
 	printSummary(ios, out.Counts, out.Stats)
 	if o.json {
 		if err := json.NewEncoder(ios.Out).Encode(out.Counts); err != nil {
@@ -288,8 +290,8 @@ func runRun(ctx context.Context, ios *IO, o *runOptions) error {
 func (o *runOptions) runOptions(db string, ch *channelEntry) run.Options {
 	policy, _ := campaign.ParsePolicy(o.inDoubt)
 	rate := o.rate
-	if ch.name == campaign.SMS && !o.changed("rate") {
-		rate = 1 // 10DLC's and international long codes' ceiling: the safe default
+	if ch.defaultRate > 0 && !o.changed("rate") {
+		rate = ch.defaultRate
 	}
 	return run.Options{
 		CSV: o.csv, DB: db, From: o.from,
@@ -297,7 +299,7 @@ func (o *runOptions) runOptions(db string, ch *channelEntry) run.Options {
 		Given:   o.changed,
 		InDoubt: policy, InDoubtGrace: o.inDoubtGrace, Exclude: o.exclude,
 		Region: o.region, PhoneColumn: o.phoneColumn, Delimiter: o.delimiterRune(),
-		DryRun: o.dryRun, Version: currentVersion().Version, Log: o.log,
+		DryRun: o.dryRun, Version: version.Current().Version, Log: o.log,
 	}
 }
 

@@ -23,42 +23,7 @@ import (
 	"github.com/bulksend/bulksend/internal/termtext"
 	wachannel "github.com/bulksend/bulksend/internal/whatsapp/channel"
 	"github.com/bulksend/bulksend/internal/whatsapp/sandbox"
-	"github.com/bulksend/bulksend/internal/whatsapp/template"
 )
-
-// holder is a sandbox: it keeps answers back for up to LongestHold.
-type holder interface{ LongestHold() time.Duration }
-
-// sandboxLimits are the listener limits of a server of the sandboxes sbs:
-// listen.Sandbox, with time to write the longest answer any of them holds.
-func sandboxLimits(sbs ...holder) listen.Limits {
-	var hold time.Duration
-	for _, sb := range sbs {
-		hold = max(hold, sb.LongestHold())
-	}
-	return listen.Sandbox(hold)
-}
-
-// serveWithin serves h on 127.0.0.1 within lim until the server is
-// closed.
-func serveWithin(h http.Handler, lim listen.Limits, log *slog.Logger) (*listen.Server, error) {
-	if log == nil {
-		log = slog.Default()
-	}
-	srv, err := listen.Loopback(h, lim, log.With("listener", "sandbox"))
-	if err != nil {
-		return nil, fmt.Errorf("sandbox: %w", err)
-	}
-	return srv, nil
-}
-
-func definitionNames(defs []template.Definition) []string {
-	var names []string
-	for _, d := range defs {
-		names = append(names, d.Name+"/"+d.Language+" ("+strings.ToLower(d.Status)+")")
-	}
-	return names
-}
 
 type sandboxOptions struct {
 	listen      string
@@ -194,42 +159,24 @@ func runSandbox(ios *IO, o *sandboxOptions, log *slog.Logger) (err error) {
 		cfg.Definitions = defs
 	}
 	for _, t := range o.templates {
-		tpl, err := parseTemplate(t)
+		tpl, err := sandbox.ParseTemplate(t)
 		if err != nil {
-			return err
+			return usagef("e.g. --template spring_sale:2:en_US,pt_BR", "invalid --template %q: %w", t, err)
 		}
 		cfg.Templates = append(cfg.Templates, tpl)
 	}
 	cfg.MMSyncing = o.mmSyncing
 	for _, spec := range o.numberInfo {
-		id, kv, ok1 := strings.Cut(spec, ":")
-		key, val, ok2 := strings.Cut(kv, "=")
-		if !ok1 || !ok2 || id == "" {
-			return usagef("e.g. --number 106540352242922:health=BLOCKED", "invalid --number %q: want ID:KEY=VALUE", spec)
-		}
 		if cfg.Numbers == nil {
 			cfg.Numbers = map[string]sandbox.NumberInfo{}
 		}
-		n := cfg.Numbers[id]
-		switch key {
-		case "health":
-			n.Health = strings.ToUpper(val)
-		case "quality":
-			n.Quality = strings.ToUpper(val)
-		case "throughput":
-			n.Throughput = strings.ToUpper(val)
-		case "limit":
-			n.MessagingLimit = strings.ToUpper(val)
-		case "send-error":
-			code, err := strconv.Atoi(val)
-			if err != nil {
-				return usagef("", "invalid --number %q: send-error takes a Meta error code", spec)
-			}
-			n.SendError = code
-		default:
-			return usagef("keys: health, quality, throughput, limit, send-error", "invalid --number %q: unknown key %q", spec, key)
+		err := sandbox.SetNumber(cfg.Numbers, spec)
+		switch {
+		case errors.Is(err, sandbox.ErrNumberKey):
+			return usagef("keys: "+sandbox.NumberKeys, "invalid --number %q: %w", spec, err)
+		case err != nil:
+			return usagef("e.g. --number 106540352242922:health=BLOCKED", "invalid --number %q: %w", spec, err)
 		}
-		cfg.Numbers[id] = n
 	}
 	for _, r := range o.numberRates {
 		id, v, ok := strings.Cut(r, "=")
@@ -333,9 +280,9 @@ func runSandbox(ios *IO, o *sandboxOptions, log *slog.Logger) (err error) {
 	}
 	srv := sandbox.New(cfg)
 	smsSrv := smssandbox.New(sc)
-	hs := listen.New(l, bothSandboxes(srv, smsSrv), sandboxLimits(srv, smsSrv), log.With("listener", "sandbox"))
+	hs := listen.New(l, bothSandboxes(srv, smsSrv), listen.Sandbox(srv.LongestHold(), smsSrv.LongestHold()), log.With("listener", "sandbox"))
 	fmt.Fprintf(ios.Err, "bulksend: sandbox listening; point a run at it with:\n  BULKSEND_API_URL=http://%s\n", l.Addr().String())
-	fmt.Fprintf(ios.Err, "bulksend: its business account (for --waba) is %s; templates: %s\n", sandbox.DefaultWABAID, termtext.Join(definitionNames(cfg.Definitions), ", "))
+	fmt.Fprintf(ios.Err, "bulksend: its business account (for --waba) is %s; templates: %s\n", sandbox.DefaultWABAID, termtext.Join(sandbox.Names(cfg.Definitions), ", "))
 	fmt.Fprintf(ios.Err, "bulksend: it answers AWS End User Messaging SMS too; point an SMS run at it with:\n  AWS_ENDPOINT_URL=http://%s AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=sandbox AWS_SECRET_ACCESS_KEY=sandbox\n", l.Addr().String())
 	ctx, stop := signalContext(context.Background(), ios, log, sandboxInterrupt)
 	defer stop()
@@ -389,23 +336,6 @@ func bothSandboxes(wa, sms http.Handler) http.Handler {
 	})
 }
 
-// parseTemplate parses NAME:BODY_PARAMS[:LANG,LANG…].
-func parseTemplate(s string) (sandbox.Template, error) {
-	parts := strings.Split(s, ":")
-	if len(parts) < 2 || len(parts) > 3 || parts[0] == "" {
-		return sandbox.Template{}, usagef("e.g. --template spring_sale:2:en_US,pt_BR", "invalid --template %q: want NAME:BODY_PARAMS[:LANGS]", s)
-	}
-	n, err := strconv.Atoi(parts[1])
-	if err != nil || n < 0 {
-		return sandbox.Template{}, usagef("e.g. --template spring_sale:2", "invalid --template %q: body parameter count %q", s, parts[1])
-	}
-	t := sandbox.Template{Name: parts[0], BodyParams: n}
-	if len(parts) == 3 && parts[2] != "" {
-		t.Languages = strings.Split(parts[2], ",")
-	}
-	return t, nil
-}
-
 // delayFlag is a sandbox.Delay given as MIN-MAX (a uniform draw between)
 // or as one duration; 0 means no delay.
 type delayFlag struct{ d *sandbox.Delay }
@@ -414,29 +344,15 @@ func (f delayFlag) String() string {
 	if f.d == nil {
 		return ""
 	}
-	lo, hi := max(f.d.Mean-f.d.Jitter, 0), max(f.d.Mean+f.d.Jitter, 0)
-	if lo == hi {
-		return lo.String()
-	}
-	return lo.String() + "-" + hi.String()
+	return f.d.String()
 }
 
 func (f delayFlag) Set(v string) error {
-	lo, hi, ok := strings.Cut(v, "-")
-	if !ok {
-		hi = lo
+	d, err := sandbox.ParseDelay(v)
+	if err == nil {
+		*f.d = d
 	}
-	a, err1 := time.ParseDuration(lo)
-	b, err2 := time.ParseDuration(hi)
-	if err1 != nil || err2 != nil || a < 0 || b < a {
-		return fmt.Errorf("want MIN-MAX (e.g. 1s-3s) or one duration, not %q", v)
-	}
-	if b == 0 {
-		*f.d = sandbox.Delay{Mean: -1} // none
-		return nil
-	}
-	*f.d = sandbox.Delay{Mean: (a + b) / 2, Jitter: (b - a) / 2}
-	return nil
+	return err
 }
 
 func (delayFlag) Type() string { return "MIN-MAX" }

@@ -175,7 +175,7 @@ func cmdSandbox(ts *testscript.TestScript, neg bool, args []string) {
 		case "fail":
 			cfg.FailRate = f()
 		case "template":
-			tpl, err := parseTemplate(v)
+			tpl, err := sandbox.ParseTemplate(v)
 			ts.Check(err)
 			cfg.Templates = append(cfg.Templates, tpl)
 		case "definitions":

@@ -17,6 +17,7 @@ import (
 	"github.com/bulksend/bulksend/internal/sms"
 	smschannel "github.com/bulksend/bulksend/internal/sms/channel"
 	"github.com/bulksend/bulksend/internal/sms/smstext"
+	"github.com/bulksend/bulksend/internal/store"
 	"github.com/bulksend/bulksend/internal/termtext"
 	"github.com/bulksend/bulksend/internal/whatsapp/pricing"
 )
@@ -32,6 +33,9 @@ var smsEntry = &channelEntry{
 	channelWords: smsWords,
 	plan:         printSMSPlan,
 	reconcile:    readSMSEventLog,
+	defaultRate:  1, // 10DLC's and international long codes' ceiling: the safe default
+	parts:        true,
+	heading:      func(s store.Settings) string { return "SMS from " + termtext.Join(s.Senders, ", ") },
 }
 
 // checkSMS checks the flags of an SMS run.

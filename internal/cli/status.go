@@ -17,8 +17,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/bulksend/bulksend/internal/campaign"
+	"github.com/bulksend/bulksend/internal/report"
 	"github.com/bulksend/bulksend/internal/store"
-	"github.com/bulksend/bulksend/internal/termtext"
 	"github.com/bulksend/bulksend/internal/whatsapp/pricing"
 )
 
@@ -91,46 +91,6 @@ func checkpointArgs(db *string) cobra.PositionalArgs {
 	}
 }
 
-type statusJSON struct {
-	campaign.Counts
-	CampaignID   string                                  `json:"campaign_id"`
-	Template     string                                  `json:"template"`
-	Category     string                                  `json:"template_category,omitempty"`
-	Retrying     int64                                   `json:"retrying"`
-	NextRetry    string                                  `json:"next_retry,omitempty"`
-	RatePerSec   float64                                 `json:"rate_last_minute"`
-	ETASeconds   float64                                 `json:"eta_seconds,omitempty"`
-	Errors       []store.ErrorCount                      `json:"errors"`
-	Senders      []store.SenderCount                     `json:"senders"`
-	Skipped      map[campaign.SkipKind]int64             `json:"skipped_by_reason"`
-	SkipExamples map[campaign.SkipKind]store.SkipExample `json:"skipped_examples"`
-	DeliveryP50  float64                                 `json:"time_to_delivered_p50_seconds,omitempty"`
-	DeliveryP90  float64                                 `json:"time_to_delivered_p90_seconds,omitempty"`
-	DeliveryP99  float64                                 `json:"time_to_delivered_p99_seconds,omitempty"`
-	Deliveries   int                                     `json:"deliveries_timed"`
-	LockedBy     string                                  `json:"running,omitempty"`
-	// Added by issue 11.
-	Held              int64            `json:"held"`
-	WasHeld           int64            `json:"held_at_send"`
-	FailedByReason    map[string]int64 `json:"failed_by_reason"`
-	ByPricingCategory map[string]int64 `json:"by_pricing_category"`
-	Billable          int64            `json:"billable"`
-	API               string           `json:"api"`
-	Preflight         json.RawMessage  `json:"preflight,omitempty"`
-	BilledCost        *float64         `json:"billed_cost,omitempty"`
-	Currency          string           `json:"currency,omitempty"`
-	// Added by issue 12.
-	Channel campaign.Channel `json:"channel"`
-	Buckets campaign.Buckets `json:"buckets"`
-	Parts   *store.Parts     `json:"parts,omitempty"` // SMS only
-
-	// Learned: the sender numbers the last run that found one accepted
-	// less than its rate, with what they accept per second.
-	Learned    map[string]float64 `json:"learned_per_second,omitempty"`
-	LearnedRun int64              `json:"learned_in_run,omitempty"`
-	LearnedOf  float64            `json:"learned_rate,omitempty"` // that run's --rate
-}
-
 func runStatus(ctx context.Context, ios *IO, o *statusOptions) error {
 	if o.metrics && (o.json || o.rateCard != "" || o.watch) {
 		return usagef("", "--metrics prints the Prometheus text format alone: drop --json, --rate-card and --watch")
@@ -170,28 +130,10 @@ func runStatus(ctx context.Context, ios *IO, o *statusOptions) error {
 
 // writeStatus writes the status view (or its JSON) of st to w.
 func writeStatus(ctx context.Context, w io.Writer, st *store.Store, settings store.Settings, card *pricing.Card, o *statusOptions) error {
-	r, err := st.Report(ctx, time.Now())
+	ch := channelOf(settings.Channel)
+	out, r, err := report.NewStatus(ctx, st, settings, ch.parts, time.Now())
 	if err != nil {
 		return err
-	}
-	out := statusJSON{
-		Counts: r.Counts, CampaignID: settings.CampaignID, Template: settings.Template, Category: settings.Category,
-		Retrying: r.Retrying, RatePerSec: float64(r.SentLast) / 60, Errors: r.ByError,
-		Senders: r.BySender, Skipped: r.Skipped, SkipExamples: r.SkipExamples, Deliveries: len(r.Deliveries),
-		Held: r.Held, WasHeld: r.WasHeld, FailedByReason: r.FailedByReason, ByPricingCategory: r.ByPricingCategory, Billable: r.Billable,
-		API: cmp.Or(settings.API, "messages"), Preflight: settings.Preflight,
-		Buckets: campaign.BucketsOf(r.Counts, r.FailedByReason[campaign.FailThrottleExhausted]),
-	}
-	if out.Channel, err = campaign.ParseChannel(settings.Channel); err != nil {
-		return err
-	}
-	if out.Channel == campaign.SMS {
-		out.API = ""
-		p, err := st.Parts(ctx)
-		if err != nil {
-			return err
-		}
-		out.Parts = &p
 	}
 	var billed *pricing.Tally
 	if card != nil {
@@ -205,42 +147,10 @@ func writeStatus(ctx context.Context, w io.Writer, st *store.Store, settings sto
 		total := billed.Total()
 		out.BilledCost, out.Currency = &total, card.Currency
 	}
-	if out.Errors == nil {
-		out.Errors = []store.ErrorCount{}
-	}
-	if !r.NextRetry.IsZero() {
-		out.NextRetry = r.NextRetry.Format(time.RFC3339)
-	}
-	if left := r.Counts.Pending + r.Counts.Sending; out.RatePerSec > 0 && left > 0 {
-		out.ETASeconds = float64(left) / out.RatePerSec
-	}
-	if n := len(r.Deliveries); n > 0 {
-		pct := func(p float64) float64 { return r.Deliveries[min(n-1, int(p*float64(n)))].Seconds() }
-		out.DeliveryP50, out.DeliveryP90, out.DeliveryP99 = pct(0.5), pct(0.9), pct(0.99)
-	}
-	if h, ok := store.Holder(o.db); ok {
-		out.LockedBy = h
-	}
-	runs, err := st.Runs(ctx)
-	if err != nil {
-		return err
-	}
-	for _, run := range slices.Backward(runs) {
-		if run.Learned != nil {
-			out.Learned, out.LearnedRun, out.LearnedOf = run.Learned, run.ID, run.Rate
-			break
-		}
-	}
 	if o.json {
 		return json.NewEncoder(w).Encode(out)
 	}
-	if out.Channel == campaign.SMS {
-		fmt.Fprintf(w, "campaign %s · SMS from %s\n", esc(out.CampaignID), termtext.Join(settings.Senders, ", "))
-	} else if settings.Category != "" {
-		fmt.Fprintf(w, "campaign %s · template %s/%s (%s)\n", esc(out.CampaignID), esc(settings.Template), esc(settings.Lang), esc(settings.Category))
-	} else {
-		fmt.Fprintf(w, "campaign %s · template %s/%s\n", esc(out.CampaignID), esc(settings.Template), esc(settings.Lang))
-	}
+	fmt.Fprintf(w, "campaign %s · %s\n", esc(out.CampaignID), ch.heading(settings))
 	if out.LockedBy != "" {
 		fmt.Fprintf(w, "running: %s\n", esc(out.LockedBy))
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/bulksend/bulksend/internal/campaign"
 	"github.com/bulksend/bulksend/internal/run"
+	"github.com/bulksend/bulksend/internal/store"
 	"github.com/bulksend/bulksend/internal/whatsapp"
 	wachannel "github.com/bulksend/bulksend/internal/whatsapp/channel"
 	"github.com/bulksend/bulksend/internal/whatsapp/template"
@@ -26,6 +27,12 @@ var whatsappEntry = &channelEntry{
 	plan:         printPlan,
 	reconcile:    readWebhookLog,
 	eachSender:   true,
+	heading: func(s store.Settings) string {
+		if s.Category != "" {
+			return fmt.Sprintf("template %s/%s (%s)", esc(s.Template), esc(s.Lang), esc(s.Category))
+		}
+		return fmt.Sprintf("template %s/%s", esc(s.Template), esc(s.Lang))
+	},
 }
 
 // Flags of one channel only: given with the other, they are refused rather

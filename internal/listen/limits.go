@@ -22,10 +22,10 @@ var Metrics = Limits{
 	MaxConns:   64,
 }
 
-// Sandbox are the limits of a sandbox whose handlers keep an answer
-// back for up to hold (its latency and late answers: the sandboxes'
-// LongestHold), in the run's process (run --sandbox) or its own
-// (bulksend sandbox):
+// Sandbox are the limits of a server of sandboxes whose handlers keep an
+// answer back for up to the longest of holds (their latency and late
+// answers: the sandboxes' LongestHold), in the run's process (run
+// --sandbox) or its own (bulksend sandbox):
 //
 //   - ReadHeader 10s, Read 30s: requests come over loopback and a body is
 //     at most a few kilobytes; the margin is for a machine loaded by a
@@ -44,7 +44,11 @@ var Metrics = Limits{
 //     leaves them untouched, waits in the kernel's queue beyond the cap,
 //     and holds at most 4,096 of the process's descriptors (half its
 //     limit where that is under 8,192).
-func Sandbox(hold time.Duration) Limits {
+func Sandbox(holds ...time.Duration) Limits {
+	var hold time.Duration
+	for _, h := range holds {
+		hold = max(hold, h)
+	}
 	return Limits{
 		ReadHeader: 10 * time.Second,
 		Read:       30 * time.Second,

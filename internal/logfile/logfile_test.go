@@ -1,7 +1,10 @@
 package logfile
 
 import (
+	"bytes"
+	"compress/gzip"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -158,5 +161,46 @@ func TestAppend(t *testing.T) {
 			}
 			s.check(t)
 		})
+	}
+}
+
+// Open reads a file as it is, a gzip file decompressed, and "-" from
+// stdin, which Close leaves open.
+func TestOpen(t *testing.T) {
+	dir := t.TempDir()
+	plain := filepath.Join(dir, "log.jsonl")
+	if err := os.WriteFile(plain, []byte("{\"a\":1}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var zb bytes.Buffer
+	zw := gzip.NewWriter(&zb)
+	zw.Write([]byte("{\"b\":2}\n"))
+	zw.Close()
+	zipped := filepath.Join(dir, "log.jsonl.gz")
+	if err := os.WriteFile(zipped, zb.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		path  string
+		stdin io.Reader
+		want  string
+	}{
+		{plain, nil, "{\"a\":1}\n"},
+		{zipped, nil, "{\"b\":2}\n"},
+		{"-", bytes.NewReader(zb.Bytes()), "{\"b\":2}\n"},
+		{"-", strings.NewReader("x\n"), "x\n"},
+	} {
+		rc, err := Open(tc.path, tc.stdin)
+		if err != nil {
+			t.Fatalf("Open(%s): %v", tc.path, err)
+		}
+		b, err := io.ReadAll(rc)
+		rc.Close()
+		if err != nil || string(b) != tc.want {
+			t.Errorf("Open(%s) read %q, %v; want %q", tc.path, b, err, tc.want)
+		}
+	}
+	if _, err := Open(filepath.Join(dir, "missing"), nil); err == nil || !strings.Contains(err.Error(), "open log") {
+		t.Errorf("Open(missing) = %v, want an error that says it opens a log", err)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/bulksend/bulksend/internal/campaign"
+	"github.com/bulksend/bulksend/internal/logfile"
 	"github.com/bulksend/bulksend/internal/reconcile"
 	"github.com/bulksend/bulksend/internal/store"
 	"github.com/bulksend/bulksend/internal/whatsapp/webhook"
@@ -465,7 +466,7 @@ func TestMalformed(t *testing.T) {
 // open is a log as `bulksend reconcile` opens it: gzip is detected.
 func open(t *testing.T, b []byte) reconcile.Source {
 	t.Helper()
-	f, err := webhook.Open("-", bytes.NewReader(b))
+	f, err := logfile.Open("-", bytes.NewReader(b))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,9 +21,11 @@ import (
 	"github.com/bulksend/bulksend/internal/campaign"
 	"github.com/bulksend/bulksend/internal/listen"
 	"github.com/bulksend/bulksend/internal/logfile"
+	"github.com/bulksend/bulksend/internal/reconcile"
 	"github.com/bulksend/bulksend/internal/run"
 	"github.com/bulksend/bulksend/internal/sms"
 	"github.com/bulksend/bulksend/internal/sms/segment"
+	"github.com/bulksend/bulksend/internal/sms/smsevent"
 	"github.com/bulksend/bulksend/internal/sms/smssandbox"
 	"github.com/bulksend/bulksend/internal/sms/smstext"
 	"github.com/bulksend/bulksend/internal/store"
@@ -391,4 +393,22 @@ func cmpOr(a, b string) string {
 		return a
 	}
 	return b
+}
+
+// ReadLog applies the AWS SMS event records at path ("-": stdin, gzip
+// detected) to rc, and returns what it held.
+func ReadLog(ctx context.Context, rc *reconcile.Reconciler, path string, stdin io.Reader) (smsevent.Counts, error) {
+	f, err := logfile.OpenContext(ctx, path, stdin)
+	if err != nil {
+		return smsevent.Counts{}, err
+	}
+	defer f.Close()
+	r := smsevent.NewReader(f)
+	if err := rc.Read(ctx, path, smsevent.Statuses(r)); err != nil {
+		if ctx.Err() == nil {
+			err = fmt.Errorf("SMS event log %s: %w", path, err)
+		}
+		return smsevent.Counts{}, err
+	}
+	return r.Counts(), nil
 }

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bulksend/bulksend/internal/whatsapp/webhook"
+	"github.com/bulksend/bulksend/internal/logfile"
 )
 
 // t0 is the fixtures' campaign start, 2026-11-30T10:00:00Z.
@@ -49,7 +49,7 @@ func fixtureEvents() []Event {
 	return evs
 }
 
-// TestFixtures reads each example log in testdata, through webhook.Open as
+// TestFixtures reads each example log in testdata, through logfile.Open as
 // `bulksend reconcile` opens it: the same events, at the lines they start
 // on, with the voice event, an SNS subscription confirmation and a line
 // cut short counted where they are.
@@ -130,7 +130,7 @@ func TestFixtureOversized(t *testing.T) {
 
 func readFile(t *testing.T, name string) ([]Event, Counts) {
 	t.Helper()
-	rc, err := webhook.Open(filepath.Join("testdata", name), nil)
+	rc, err := logfile.Open(filepath.Join("testdata", name), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -102,7 +102,7 @@ type Reader struct {
 const lineHead = 600
 
 // NewReader returns a Reader of the SMS event log r. The log must not be
-// compressed: webhook.Open decompresses.
+// compressed: logfile.Open decompresses.
 func NewReader(r io.Reader) *Reader { return newReader(r, 64<<10, MaxRecord) }
 
 // newReader is NewReader with a read buffer of size bytes (at least

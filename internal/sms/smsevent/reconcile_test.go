@@ -11,10 +11,10 @@ import (
 
 	"github.com/bulksend/bulksend/internal/campaign"
 	"github.com/bulksend/bulksend/internal/engine"
+	"github.com/bulksend/bulksend/internal/logfile"
 	"github.com/bulksend/bulksend/internal/reconcile"
 	"github.com/bulksend/bulksend/internal/sms/smsevent"
 	"github.com/bulksend/bulksend/internal/store"
-	"github.com/bulksend/bulksend/internal/whatsapp/webhook"
 )
 
 const (
@@ -109,7 +109,7 @@ func checkpoint(t *testing.T, n int64) *store.Store {
 func apply(t *testing.T, st *store.Store) reconcile.Summary {
 	t.Helper()
 	ctx := context.Background()
-	f, err := webhook.Open(filepath.Join("testdata", "firehose.jsonl"), nil)
+	f, err := logfile.Open(filepath.Join("testdata", "firehose.jsonl"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,7 @@
 // # Logs
 //
 // A log is read as a stream of records, in constant memory however large
-// (webhook.Open opens it, `-` for stdin, gunzipping when it is gzip). Each
+// (logfile.Open opens it, `-` for stdin, gunzipping when it is gzip). Each
 // record is detected on its own, so a log may mix these forms:
 //
 //   - JSON lines: one event object per line (Firehose to S3 with a newline

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/bulksend/bulksend/internal/logfile"
 	"time"
 )
 
@@ -61,7 +63,7 @@ func TestFixtures(t *testing.T) {
 				}
 				wantCounts.FirstNotStatus = []int{prettyLines[4], prettyLines[5], prettyLines[6]}
 			}
-			rc, err := Open(path, nil)
+			rc, err := logfile.Open(path, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/bulksend/bulksend/internal/logfile"
 )
 
 func gz(t testing.TB, s string) []byte {
@@ -84,7 +86,7 @@ func TestOpen(t *testing.T) {
 				path = filepath.Join(dir, path)
 			}
 			stdin := &closeCounter{Reader: bytes.NewReader(tt.stdin)}
-			rc, err := Open(path, stdin)
+			rc, err := logfile.Open(path, stdin)
 			if tt.openErr != nil {
 				if !errors.Is(err, tt.openErr) {
 					t.Fatalf("Open = %v, want an error wrapping %v", err, tt.openErr)
@@ -118,11 +120,11 @@ func TestOpen(t *testing.T) {
 }
 
 func TestOpenErrors(t *testing.T) {
-	if _, err := Open("-", nil); err == nil {
-		t.Errorf(`Open("-", nil) succeeded`)
+	if _, err := logfile.Open("-", nil); err == nil {
+		t.Errorf(`logfile.Open("-", nil) succeeded`)
 	}
 	dir := t.TempDir()
-	_, err := Open(dir, nil)
+	_, err := logfile.Open(dir, nil)
 	if err == nil || !strings.Contains(err.Error(), dir) {
 		t.Errorf("Open(directory) = %v, want an error naming it", err)
 	}
@@ -131,7 +133,7 @@ func TestOpenErrors(t *testing.T) {
 	if err := os.WriteFile(path, z[:len(z)-3], 0o600); err != nil {
 		t.Fatal(err)
 	}
-	rc, err := Open(path, nil)
+	rc, err := logfile.Open(path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

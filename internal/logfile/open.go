@@ -1,15 +1,16 @@
-package webhook
+package logfile
 
 import (
 	"bufio"
 	"compress/gzip"
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 )
 
-// Open opens the webhook log at path for NewReader. The path "-" means
+// Open opens a provider's log at path (webhooks, SMS events) to read it. The path "-" means
 // stdin, which Close leaves open. Gzip is detected by its magic bytes, not
 // by the file name, so a compressed stdin or a renamed file works, and a
 // file named .gz that is not compressed is read as it is. Several gzip
@@ -26,13 +27,13 @@ func Open(path string, stdin io.Reader) (io.ReadCloser, error) {
 	)
 	if path == "-" {
 		if stdin == nil {
-			return nil, errors.New("open webhook log: no stdin")
+			return nil, errors.New("open log: no stdin")
 		}
 		src, name = stdin, "stdin"
 	} else {
 		f, err := os.Open(path)
 		if err != nil {
-			return nil, fmt.Errorf("open webhook log: %w", err)
+			return nil, fmt.Errorf("open log: %w", err)
 		}
 		src, file = f, f
 	}
@@ -41,9 +42,9 @@ func Open(path string, stdin io.Reader) (io.ReadCloser, error) {
 	if err != nil && err != io.EOF {
 		closeFile(file)
 		if file == nil {
-			return nil, fmt.Errorf("open webhook log: read stdin: %w", err)
+			return nil, fmt.Errorf("open log: read stdin: %w", err)
 		}
-		return nil, fmt.Errorf("open webhook log: %w", err) // err names the file
+		return nil, fmt.Errorf("open log: %w", err) // err names the file
 	}
 	if len(magic) < 2 || magic[0] != 0x1f || magic[1] != 0x8b {
 		return &logFile{Reader: br, file: file}, nil
@@ -51,7 +52,7 @@ func Open(path string, stdin io.Reader) (io.ReadCloser, error) {
 	zr, err := gzip.NewReader(br)
 	if err != nil {
 		closeFile(file)
-		return nil, fmt.Errorf("open webhook log %s: gunzip: %w", name, err)
+		return nil, fmt.Errorf("open log %s: gunzip: %w", name, err)
 	}
 	return &logFile{Reader: &gunzip{zr: zr, name: name}, file: file}, nil
 }
@@ -90,4 +91,30 @@ func (g *gunzip) Read(p []byte) (int, error) {
 		err = fmt.Errorf("gunzip %s: %w", g.name, err)
 	}
 	return n, err
+}
+
+// OpenContext is Open that gives up when ctx is done. Open reads the
+// first bytes: on stdin that may wait for a writer, and an interrupt must
+// not.
+func OpenContext(ctx context.Context, path string, stdin io.Reader) (io.ReadCloser, error) {
+	type opened struct {
+		f   io.ReadCloser
+		err error
+	}
+	ch := make(chan opened, 1)
+	go func() {
+		f, err := Open(path, stdin)
+		ch <- opened{f, err}
+	}()
+	select {
+	case o := <-ch:
+		return o.f, o.err
+	case <-ctx.Done():
+		go func() {
+			if o := <-ch; o.f != nil {
+				o.f.Close()
+			}
+		}()
+		return nil, ctx.Err()
+	}
 }

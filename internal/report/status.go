@@ -1,0 +1,110 @@
+package report
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"slices"
+	"time"
+
+	"github.com/bulksend/bulksend/internal/campaign"
+	"github.com/bulksend/bulksend/internal/store"
+)
+
+// Status is a campaign's state as bulksend status shows it, and as
+// status --json prints it: its JSON fields are only ever added.
+type Status struct {
+	campaign.Counts
+	CampaignID   string                                  `json:"campaign_id"`
+	Template     string                                  `json:"template"`
+	Category     string                                  `json:"template_category,omitempty"`
+	Retrying     int64                                   `json:"retrying"`
+	NextRetry    string                                  `json:"next_retry,omitempty"`
+	RatePerSec   float64                                 `json:"rate_last_minute"`
+	ETASeconds   float64                                 `json:"eta_seconds,omitempty"`
+	Errors       []store.ErrorCount                      `json:"errors"`
+	Senders      []store.SenderCount                     `json:"senders"`
+	Skipped      map[campaign.SkipKind]int64             `json:"skipped_by_reason"`
+	SkipExamples map[campaign.SkipKind]store.SkipExample `json:"skipped_examples"`
+	DeliveryP50  float64                                 `json:"time_to_delivered_p50_seconds,omitempty"`
+	DeliveryP90  float64                                 `json:"time_to_delivered_p90_seconds,omitempty"`
+	DeliveryP99  float64                                 `json:"time_to_delivered_p99_seconds,omitempty"`
+	Deliveries   int                                     `json:"deliveries_timed"`
+	LockedBy     string                                  `json:"running,omitempty"`
+	// Added by issue 11.
+	Held              int64            `json:"held"`
+	WasHeld           int64            `json:"held_at_send"`
+	FailedByReason    map[string]int64 `json:"failed_by_reason"`
+	ByPricingCategory map[string]int64 `json:"by_pricing_category"`
+	Billable          int64            `json:"billable"`
+	API               string           `json:"api"`
+	Preflight         json.RawMessage  `json:"preflight,omitempty"`
+	BilledCost        *float64         `json:"billed_cost,omitempty"`
+	Currency          string           `json:"currency,omitempty"`
+	// Added by issue 12.
+	Channel campaign.Channel `json:"channel"`
+	Buckets campaign.Buckets `json:"buckets"`
+	Parts   *store.Parts     `json:"parts,omitempty"` // SMS only
+
+	// Learned: the sender numbers the last run that found one accepted
+	// less than its rate, with what they accept per second.
+	Learned    map[string]float64 `json:"learned_per_second,omitempty"`
+	LearnedRun int64              `json:"learned_in_run,omitempty"`
+	LearnedOf  float64            `json:"learned_rate,omitempty"` // that run's --rate
+}
+
+// NewStatus reads the status of the campaign in st, whose settings are s,
+// at now; parts: its channel counts message parts (SMS), and has no API
+// choice. It returns the report it read, for the view.
+func NewStatus(ctx context.Context, st *store.Store, s store.Settings, parts bool, now time.Time) (*Status, store.Report, error) {
+	r, err := st.Report(ctx, now)
+	if err != nil {
+		return nil, r, err
+	}
+	out := &Status{
+		Counts: r.Counts, CampaignID: s.CampaignID, Template: s.Template, Category: s.Category,
+		Retrying: r.Retrying, RatePerSec: float64(r.SentLast) / 60, Errors: r.ByError,
+		Senders: r.BySender, Skipped: r.Skipped, SkipExamples: r.SkipExamples, Deliveries: len(r.Deliveries),
+		Held: r.Held, WasHeld: r.WasHeld, FailedByReason: r.FailedByReason, ByPricingCategory: r.ByPricingCategory, Billable: r.Billable,
+		API: cmp.Or(s.API, "messages"), Preflight: s.Preflight,
+		Buckets: campaign.BucketsOf(r.Counts, r.FailedByReason[campaign.FailThrottleExhausted]),
+	}
+	if out.Channel, err = campaign.ParseChannel(s.Channel); err != nil {
+		return nil, r, err
+	}
+	if parts {
+		out.API = ""
+		p, err := st.Parts(ctx)
+		if err != nil {
+			return nil, r, err
+		}
+		out.Parts = &p
+	}
+	if out.Errors == nil {
+		out.Errors = []store.ErrorCount{}
+	}
+	if !r.NextRetry.IsZero() {
+		out.NextRetry = r.NextRetry.Format(time.RFC3339)
+	}
+	if left := r.Counts.Pending + r.Counts.Sending; out.RatePerSec > 0 && left > 0 {
+		out.ETASeconds = float64(left) / out.RatePerSec
+	}
+	if n := len(r.Deliveries); n > 0 {
+		pct := func(p float64) float64 { return r.Deliveries[min(n-1, int(p*float64(n)))].Seconds() }
+		out.DeliveryP50, out.DeliveryP90, out.DeliveryP99 = pct(0.5), pct(0.9), pct(0.99)
+	}
+	if h, ok := store.Holder(st.Path()); ok {
+		out.LockedBy = h
+	}
+	runs, err := st.Runs(ctx)
+	if err != nil {
+		return nil, r, err
+	}
+	for _, run := range slices.Backward(runs) {
+		if run.Learned != nil {
+			out.Learned, out.LearnedRun, out.LearnedOf = run.Learned, run.ID, run.Rate
+			break
+		}
+	}
+	return out, r, nil
+}
