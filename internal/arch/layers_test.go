@@ -16,50 +16,91 @@ import (
 	"testing"
 )
 
-// module is go.mod's module path. The lists below are relative to it so
-// they read like the tree; TestLayerPackagesExist fails if it changes.
+// module is go.mod's module path; the tables below are relative to it so
+// that they read like the tree.
 const module = "github.com/bulksend/bulksend"
 
-// domain packages hold the campaign model and the send and reconcile
-// logic. They define the interfaces they need.
-var domain = []string{
-	"internal/campaign",
-	"internal/engine",
-	"internal/pace",
-	"internal/reconcile",
-	"internal/whatsapp/template", // WhatsApp templates as data: definitions, mappings, Meta's rules for values
-	"internal/sms/segment",       // SMS parts: GSM-7 or UCS-2, and how carriers split a body
-	"internal/sms/smstext",       // an SMS body with {{column}} placeholders
+// class is what a package is to the layers.
+type class string
+
+const (
+	domain  class = "domain"   // the campaign model, the send and reconcile logic: declares the interfaces it needs
+	usecase class = "use case" // the run, below every front end: domain and adapters, through the Channel seam
+	channel class = "channel"  // a provider's channel: its client, formats, message, and the run's side of it
+	fake    class = "fake"     // a sandbox: a fake of a provider, for rehearsals and tests
+	adapter class = "adapter"  // the checkpoint, CSV files, metrics, reports, the command line
+	support class = "support"  // plumbing with no knowledge of campaigns: listeners, files, escaping
+	program class = "program"  // cmd/: main packages
+)
+
+// classes classify every package by folder prefix; the longest prefix
+// that matches a package's path (the prefix itself, or a folder below it)
+// is its class. A package no prefix matches fails TestEveryPackageClassified.
+var classes = map[string]class{
+	"internal/campaign":  domain,
+	"internal/engine":    domain,
+	"internal/pace":      domain,
+	"internal/reconcile": domain,
+
+	"internal/run": usecase,
+
+	"internal/whatsapp":         channel,
+	"internal/whatsapp/sandbox": fake,
+	"internal/sms":              channel,
+	"internal/sms/smssandbox":   fake,
+
+	"internal/store":   adapter,
+	"internal/csvin":   adapter,
+	"internal/metrics": adapter,
+	"internal/report":  adapter,
+	"internal/cli":     adapter,
+
+	"internal/listen":   support,
+	"internal/logfile":  support,
+	"internal/termtext": support,
+	"internal/csvout":   support,
+	"internal/redact":   support,
+	"internal/version":  support,
+	"internal/arch":     support, // these tests
+	"internal/bench":    support, // benchmarks only
+
+	"cmd": program,
 }
 
-// adapters talk to the outside world (SQLite, Meta's API, the fake API,
-// the terminal, webhook logs, CSV files) and satisfy domain interfaces.
-var adapters = []string{
-	"internal/store",
-	"internal/whatsapp",
-	"internal/whatsapp/sandbox",
-	"internal/cli",
-	"internal/whatsapp/webhook",
-	"internal/csvin",
-	"internal/whatsapp/pricing",
-	"internal/sms",            // AWS End User Messaging SMS
-	"internal/sms/smssandbox", // a fake of it
-	"internal/sms/smsevent",   // its exported event records
-	"internal/metrics",        // Prometheus: the textfile and /metrics
-	"internal/report",         // a campaign's report: reads the store, writes HTML
-	"internal/listen",         // every HTTP listener: timeouts and a connection cap
-	"internal/termtext",       // outside text made safe for a terminal
-	"internal/csvout",         // outside text made safe for a spreadsheet
+// channels are the channels' folders: a channel imports nothing of the
+// other's.
+var channels = []string{"internal/whatsapp", "internal/sms"}
+
+// fakes are the fakes, each with the folder of what it fakes and the
+// packages of that folder it may still use: data both sides share, not
+// behaviour (the WhatsApp sandbox checks sends against template
+// definitions; the SMS sandbox counts parts with a counter of its own).
+var fakes = map[string]struct {
+	fakes string
+	may   []string
+}{
+	"internal/whatsapp/sandbox": {fakes: "internal/whatsapp", may: []string{"internal/whatsapp/template"}},
+	"internal/sms/smssandbox":   {fakes: "internal/sms"},
 }
 
-// rule forbids every package in from to depend on a package deny accepts.
-// Paths are full import paths: shortened ones would confuse this module's
-// internal/... with the standard library's (internal/abi and the like).
-type rule struct {
-	name string // said in each violation, so whoever breaks it knows why
-	from []string
-	deny func(dep string) bool
+// thirdParty is where each third-party module may be imported directly
+// (folder prefixes, as in classes); a third-party import not listed here
+// is a violation too. The standard library is anyone's.
+var thirdParty = map[string][]string{
+	"github.com/mattn/go-sqlite3":            {"internal/store"},
+	"github.com/aws/":                        {"internal/sms"},
+	"github.com/spf13/cobra":                 {"internal/cli"},
+	"github.com/schollz/progressbar/":        {"internal/cli"},
+	"golang.org/x/term":                      {"internal/cli"},
+	"github.com/prometheus/":                 {"internal/metrics"},
+	"github.com/nyaruka/phonenumbers":        {"internal/csvin"},
+	"golang.org/x/time/rate":                 {"internal/pace"},
+	"github.com/santhosh-tekuri/jsonschema/": {"internal/whatsapp/internal/oas"},
+	"gopkg.in/yaml.v3":                       {"internal/whatsapp/internal/oas"},
 }
+
+// sqlDrivers are the standard library's SQL packages: SQL is the store's.
+var sqlDrivers = []string{"database/sql", "database/sql/driver"}
 
 func mod(rel string) string { return module + "/" + rel }
 
@@ -68,42 +109,139 @@ func inModule(path string) bool { return path == module || strings.HasPrefix(pat
 // short is the path as the tree shows it, for messages.
 func short(path string) string { return strings.TrimPrefix(path, module+"/") }
 
-func layerRules() []rule {
-	isAdapter := make(map[string]bool)
-	for _, a := range adapters {
-		isAdapter[mod(a)] = true
+// under reports whether the module path p is folder prefix or below it.
+func under(p, prefix string) bool {
+	rel := short(p)
+	return inModule(p) && (rel == prefix || strings.HasPrefix(rel, prefix+"/"))
+}
+
+// classOf is p's class, "" when no prefix matches it.
+func classOf(p string) class {
+	best, c := -1, class("")
+	for prefix, cl := range classes {
+		if under(p, prefix) && len(prefix) > best {
+			best, c = len(prefix), cl
+		}
 	}
-	var from []string
-	for _, d := range domain {
-		from = append(from, mod(d))
+	return c
+}
+
+// thirdPartyModule reports whether p is outside the standard library and
+// this module: its first element has a dot.
+func thirdPartyModule(p string) bool {
+	first, _, _ := strings.Cut(p, "/")
+	return strings.Contains(first, ".") && !inModule(p)
+}
+
+// rule forbids, of every package from selects, a dependency deny
+// selects. direct: only its own imports count (third-party rules), else
+// every package it depends on.
+type rule struct {
+	name   string // said in each violation, so whoever breaks it knows why
+	from   func(p string) bool
+	deny   func(from, dep string) bool
+	direct bool
+}
+
+func rules() []rule {
+	isClass := func(cs ...class) func(string) bool {
+		return func(p string) bool { return inModule(p) && slices.Contains(cs, classOf(p)) }
 	}
 	return []rule{
 		{
-			name: "domain packages must not depend on adapters",
-			from: from,
-			deny: func(dep string) bool { return isAdapter[dep] },
+			name: "the domain imports no use case, channel, fake or adapter",
+			from: isClass(domain),
+			deny: func(_, dep string) bool { return isClass(usecase, channel, fake, adapter)(dep) },
 		},
 		{
 			name: "campaign imports no package of this module",
-			from: []string{mod("internal/campaign")},
-			deny: inModule,
+			from: func(p string) bool { return under(p, "internal/campaign") },
+			deny: func(_, dep string) bool { return inModule(dep) },
+		},
+		{
+			name: "the run knows channels only through its Channel seam",
+			from: isClass(usecase),
+			deny: func(_, dep string) bool { return isClass(channel, fake)(dep) || under(dep, "internal/cli") },
+		},
+		{
+			name: "channels never import each other",
+			from: isClass(channel, fake),
+			deny: func(from, dep string) bool {
+				for _, c := range channels {
+					if under(dep, c) && !under(from, c) {
+						return true
+					}
+				}
+				return false
+			},
+		},
+		{
+			name: "a fake imports nothing of what it fakes",
+			from: isClass(fake),
+			deny: func(from, dep string) bool {
+				for f, what := range fakes {
+					if under(from, f) && under(dep, what.fakes) && !under(dep, f) {
+						return !slices.ContainsFunc(what.may, func(m string) bool { return under(dep, m) })
+					}
+				}
+				return false
+			},
+		},
+		{
+			name: "adapters and support know no channel, fake or run (but the command line, which wires them)",
+			from: func(p string) bool { return isClass(adapter, support)(p) && !under(p, "internal/cli") },
+			deny: func(_, dep string) bool { return isClass(usecase, channel, fake)(dep) || under(dep, "internal/cli") },
+		},
+		{
+			name: "support packages know no campaign",
+			from: isClass(support),
+			deny: func(_, dep string) bool { return isClass(domain, adapter)(dep) },
+		},
+		{
+			name:   "SQL is the store's",
+			from:   func(p string) bool { return inModule(p) && !under(p, "internal/store") },
+			deny:   func(_, dep string) bool { return slices.Contains(sqlDrivers, dep) },
+			direct: true,
+		},
+		{
+			name:   "a third-party module is imported where it belongs (see thirdParty)",
+			from:   inModule,
+			deny:   func(from, dep string) bool { return thirdPartyModule(dep) && !thirdPartyAllowed(from, dep) },
+			direct: true,
 		},
 	}
 }
 
-// violations checks each rule against deps, every package's transitive
-// dependencies (go list's Deps: the go tool's verdict, not ours), and
-// explains each hit with a shortest chain of direct imports.
-func violations(imports, deps map[string][]string, rules []rule) []string {
+// thirdPartyAllowed reports whether from may import the third-party
+// package dep.
+func thirdPartyAllowed(from, dep string) bool {
+	for mod, where := range thirdParty {
+		if dep == strings.TrimSuffix(mod, "/") || strings.HasPrefix(dep, mod) || strings.HasPrefix(dep, mod+"/") {
+			return slices.ContainsFunc(where, func(w string) bool { return under(from, w) })
+		}
+	}
+	return false
+}
+
+// violations checks each rule against the graph: imports are each
+// package's direct imports, deps its transitive dependencies (go list's
+// Deps: the go tool's verdict, not ours). Each hit is explained with a
+// shortest chain of direct imports.
+func violations(imports, deps map[string][]string, rs []rule) []string {
 	var out []string
-	for _, r := range rules {
-		for _, from := range r.from {
-			for _, dep := range slices.Sorted(slices.Values(deps[from])) {
-				if !r.deny(dep) {
+	for _, r := range rs {
+		for _, from := range slices.Sorted(maps.Keys(imports)) {
+			if !r.from(from) {
+				continue
+			}
+			seen := deps[from]
+			if r.direct {
+				seen = imports[from]
+			}
+			for _, dep := range slices.Sorted(slices.Values(seen)) {
+				if !r.deny(from, dep) {
 					continue
 				}
-				// Deps is the verdict, so a dependency is reported even when
-				// Imports cannot say how it arises.
 				via := "no import chain in go list's Imports"
 				if chain := importChain(imports, from, dep); chain != nil {
 					for i := range chain {
@@ -113,6 +251,17 @@ func violations(imports, deps map[string][]string, rules []rule) []string {
 				}
 				out = append(out, fmt.Sprintf("%s imports %s (%s): %s", short(from), short(dep), via, r.name))
 			}
+		}
+	}
+	return out
+}
+
+// unclassified are the module's packages no prefix of classes matches.
+func unclassified(imports map[string][]string) []string {
+	var out []string
+	for _, p := range slices.Sorted(maps.Keys(imports)) {
+		if inModule(p) && classOf(p) == "" {
+			out = append(out, short(p))
 		}
 	}
 	return out
@@ -150,240 +299,96 @@ type listed struct {
 	Deps       []string
 }
 
-// goList runs `go list -json ./...` once for all tests in this package
-// (about a second). Without -test: test files may import anything.
-var goList = sync.OnceValues(func() ([]listed, error) {
-	goBin, err := goBinary()
+// graph is the import graph of the module at dir, from `go list -e -json
+// ./...` (-e: a package with an import the go tool itself refuses, of
+// another tree's internal/ package, is still listed with that import).
+// Without -test: test files may import anything.
+func graph(dir string) (imports, deps map[string][]string, err error) {
+	goBin, err := exec.LookPath("go") // go test puts its toolchain first on PATH
 	if err != nil {
-		return nil, err
+		return nil, nil, fmt.Errorf("finding the go command: %w", err)
 	}
-	gomod, err := run(goBin, "", "env", "GOMOD")
-	if err != nil {
-		return nil, err
-	}
-	gomod = bytes.TrimSpace(gomod)
-	if len(gomod) == 0 || string(gomod) == os.DevNull {
-		return nil, errors.New("go env GOMOD: not inside a module")
-	}
-	out, err := run(goBin, filepath.Dir(string(gomod)), "list", "-json", "./...")
-	if err != nil {
-		return nil, err
-	}
-	// go list -json prints one object after another, not an array.
-	var pkgs []listed
-	dec := json.NewDecoder(bytes.NewReader(out))
-	for {
-		var p listed
-		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
-			return pkgs, nil
-		} else if err != nil {
-			return nil, fmt.Errorf("decoding go list -json output: %w", err)
-		}
-		pkgs = append(pkgs, p)
-	}
-})
-
-// goBinary is the go command: go test puts its toolchain's bin first on
-// PATH, so the graph is the one this test was compiled against.
-func goBinary() (string, error) {
-	p, err := exec.LookPath("go")
-	if err != nil {
-		return "", fmt.Errorf("finding the go command: %w", err)
-	}
-	return p, nil
-}
-
-// run returns the command's stdout; its stderr goes into the error.
-func run(goBin, dir string, args ...string) ([]byte, error) {
-	cmd := exec.Command(goBin, args...)
+	cmd := exec.Command(goBin, "list", "-e", "-json", "./...")
 	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOPROXY=off", "GOWORK=off")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		return nil, fmt.Errorf("go %s: %w\n%s", strings.Join(args, " "), err, stderr.Bytes())
+		return nil, nil, fmt.Errorf("go list: %w\n%s", err, stderr.Bytes())
 	}
-	return out, nil
+	imports, deps = map[string][]string{}, map[string][]string{}
+	dec := json.NewDecoder(bytes.NewReader(out)) // one object after another, not an array
+	for {
+		var p listed
+		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
+			return imports, deps, nil
+		} else if err != nil {
+			return nil, nil, fmt.Errorf("decoding go list -json output: %w", err)
+		}
+		imports[p.ImportPath], deps[p.ImportPath] = p.Imports, p.Deps
+	}
+}
+
+// root is the module's folder.
+func root() (string, error) {
+	dir, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		return "", err
+	}
+	if _, err := os.Stat(filepath.Join(dir, "go.mod")); err != nil {
+		return "", err
+	}
+	return dir, nil
+}
+
+var tree = sync.OnceValues(func() (*[2]map[string][]string, error) {
+	dir, err := root()
+	if err != nil {
+		return nil, err
+	}
+	imports, deps, err := graph(dir)
+	return &[2]map[string][]string{imports, deps}, err
+})
+
+// check is every failure of the rules on the graph of the module at dir.
+func check(imports, deps map[string][]string) []string {
+	v := violations(imports, deps, rules())
+	for _, p := range unclassified(imports) {
+		v = append(v, p+": unclassified: add its folder to classes in internal/arch")
+	}
+	return v
 }
 
 func TestLayers(t *testing.T) {
-	pkgs, err := goList()
+	g, err := tree()
 	if err != nil {
 		t.Fatal(err)
 	}
-	imports := make(map[string][]string, len(pkgs))
-	deps := make(map[string][]string, len(pkgs))
-	for _, p := range pkgs {
-		imports[p.ImportPath] = p.Imports
-		deps[p.ImportPath] = p.Deps
-	}
-	if v := violations(imports, deps, layerRules()); len(v) > 0 {
-		t.Errorf("%d wrong-way dependencies; declare the interface in the domain package and let the adapter satisfy it:\n\t%s",
-			len(v), strings.Join(v, "\n\t"))
+	if v := check(g[0], g[1]); len(v) > 0 {
+		t.Errorf("%d layering violations:\n\t%s", len(v), strings.Join(v, "\n\t"))
 	}
 }
 
-// TestLayerPackagesExist keeps a rename or a move from silently turning a
-// rule off: a rule about a package that does not exist always passes.
-func TestLayerPackagesExist(t *testing.T) {
-	pkgs, err := goList()
+// TestEveryPrefixExists keeps a rename or a move from silently turning a
+// rule off: a rule about a folder that holds no package always passes.
+func TestEveryPrefixExists(t *testing.T) {
+	g, err := tree()
 	if err != nil {
 		t.Fatal(err)
 	}
-	exists := make(map[string]bool, len(pkgs))
-	for _, p := range pkgs {
-		exists[p.ImportPath] = true
+	prefixes := slices.Collect(maps.Keys(classes))
+	prefixes = append(prefixes, channels...)
+	for f, what := range fakes {
+		prefixes = append(prefixes, f, what.fakes)
+		prefixes = append(prefixes, what.may...)
 	}
-	for _, rel := range slices.Concat(domain, adapters) {
-		if !exists[mod(rel)] {
-			t.Errorf("the layer rules name %s, but go list ./... has no package %s; update the lists in layers_test.go", rel, mod(rel))
+	for _, where := range thirdParty {
+		prefixes = append(prefixes, where...)
+	}
+	for _, prefix := range prefixes {
+		if !slices.ContainsFunc(slices.Collect(maps.Keys(g[0])), func(p string) bool { return under(p, prefix) }) {
+			t.Errorf("the layer tables name %s, but go list ./... has no package there: update internal/arch", prefix)
 		}
-	}
-}
-
-// closure is what go list reports as Deps: every package reachable through
-// imports, sorted, the package itself excluded.
-func closure(imports map[string][]string) map[string][]string {
-	deps := make(map[string][]string, len(imports))
-	for p := range imports {
-		seen := make(map[string]bool)
-		var visit func(string)
-		visit = func(q string) {
-			for _, r := range imports[q] {
-				if !seen[r] {
-					seen[r] = true
-					visit(r)
-				}
-			}
-		}
-		visit(p)
-		deps[p] = slices.Sorted(maps.Keys(seen))
-	}
-	return deps
-}
-
-// TestLayersCatchWrongWayImport shows the checker fails for the right
-// reason: on synthetic graphs it reports exactly the wrong-way imports and
-// nothing on a clean one. Import lists are sorted, as go list gives them.
-func TestLayersCatchWrongWayImport(t *testing.T) {
-	var (
-		campaign  = mod("internal/campaign")
-		engine    = mod("internal/engine")
-		enginetst = mod("internal/engine/enginetest")
-		pace      = mod("internal/pace")
-		reconcile = mod("internal/reconcile")
-		store     = mod("internal/store")
-		whatsapp  = mod("internal/whatsapp")
-		sandbox   = mod("internal/whatsapp/sandbox")
-		cli       = mod("internal/cli")
-		webhook   = mod("internal/whatsapp/webhook")
-		csvin     = mod("internal/csvin")
-		bloom     = mod("internal/bloom")
-		x         = mod("internal/x")
-	)
-	const (
-		domainRule   = "domain packages must not depend on adapters"
-		campaignRule = "campaign imports no package of this module"
-	)
-	for _, tc := range []struct {
-		name    string
-		imports map[string][]string
-		deps    map[string][]string // nil: closure(imports)
-		want    []string
-	}{
-		{
-			// Adapters importing domain packages, and a test-support package
-			// using an adapter, are the intended shape. campaign's stdlib
-			// internal/abi must not pass for this module's internal/...
-			name: "clean layering",
-			imports: map[string][]string{
-				campaign:  {"strings"},
-				"strings": {"internal/abi"},
-				engine:    {campaign, "context", pace},
-				enginetst: {engine, store},
-				pace:      {"time"},
-				reconcile: {campaign},
-				store:     {campaign, engine, "github.com/mattn/go-sqlite3"},
-				whatsapp:  {campaign, engine},
-				sandbox:   {whatsapp},
-				webhook:   {campaign, reconcile},
-				csvin:     {campaign},
-				cli:       {csvin, engine, reconcile, sandbox, store, webhook, whatsapp},
-			},
-		},
-		{
-			name: "direct and transitive wrong-way imports",
-			imports: map[string][]string{
-				engine:    {campaign, store},
-				reconcile: {campaign, x},
-				x:         {whatsapp},
-				store:     {campaign},
-			},
-			want: []string{
-				"internal/engine imports internal/store (via internal/engine -> internal/store): " + domainRule,
-				"internal/reconcile imports internal/whatsapp (via internal/reconcile -> internal/x -> internal/whatsapp): " + domainRule,
-			},
-		},
-		{
-			name: "the shortest chain is shown",
-			imports: map[string][]string{
-				engine: {bloom, x},
-				bloom:  {pace},
-				pace:   {store},
-				x:      {store},
-			},
-			want: []string{
-				"internal/engine imports internal/store (via internal/engine -> internal/x -> internal/store): " + domainRule,
-				"internal/pace imports internal/store (via internal/pace -> internal/store): " + domainRule,
-			},
-		},
-		{
-			name: "domain importing a test-support package that uses an adapter",
-			imports: map[string][]string{
-				engine:    {enginetst},
-				enginetst: {store},
-			},
-			want: []string{
-				"internal/engine imports internal/store (via internal/engine -> internal/engine/enginetest -> internal/store): " + domainRule,
-			},
-		},
-		{
-			name:    "campaign imports a non-adapter package of this module",
-			imports: map[string][]string{campaign: {bloom, "fmt"}},
-			want: []string{
-				"internal/campaign imports internal/bloom (via internal/campaign -> internal/bloom): " + campaignRule,
-			},
-		},
-		{
-			name: "campaign importing an adapter breaks both rules and taints its importers",
-			imports: map[string][]string{
-				campaign: {webhook},
-				engine:   {campaign},
-			},
-			want: []string{
-				"internal/campaign imports internal/whatsapp/webhook (via internal/campaign -> internal/whatsapp/webhook): " + domainRule,
-				"internal/engine imports internal/whatsapp/webhook (via internal/engine -> internal/campaign -> internal/whatsapp/webhook): " + domainRule,
-				"internal/campaign imports internal/whatsapp/webhook (via internal/campaign -> internal/whatsapp/webhook): " + campaignRule,
-			},
-		},
-		{
-			name:    "a dependency go list reports counts even without an import chain",
-			imports: map[string][]string{engine: {campaign}},
-			deps:    map[string][]string{engine: {campaign, csvin}},
-			want: []string{
-				"internal/engine imports internal/csvin (no import chain in go list's Imports): " + domainRule,
-			},
-		},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			deps := tc.deps
-			if deps == nil {
-				deps = closure(tc.imports)
-			}
-			got := violations(tc.imports, deps, layerRules())
-			if !slices.Equal(got, tc.want) {
-				t.Errorf("violations:\n\t%s\nwant:\n\t%s", strings.Join(got, "\n\t"), strings.Join(tc.want, "\n\t"))
-			}
-		})
 	}
 }
