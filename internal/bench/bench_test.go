@@ -162,7 +162,7 @@ func BenchmarkOverhead(b *testing.B) {
 						return
 					}
 					_, err := client.Send(context.Background(), campaign.Message{Row: i, From: "1000001", To: csvin.SampleNumber(int(i)),
-						Params: []string{"Ana", "X1"}, CallbackData: campaign.CallbackData("bare", i)})
+						Params: []string{"Ana", "X1"}, Ref: campaign.Ref{Campaign: "bare", Row: i}})
 					if err != nil {
 						b.Error(err)
 						return

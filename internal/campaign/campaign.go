@@ -75,11 +75,11 @@ func ParseChannel(s string) (Channel, error) {
 // Message is one message to one recipient: what fills it (a template's
 // slots, an SMS body's placeholders) is the channel's, set on its sender.
 type Message struct {
-	Row          int64
-	From         string   // the sender: a phone-number ID, an origination identity
-	To           string   // E.164
-	Params       []string // the row's parameter cells, in order
-	CallbackData string   // biz_opaque_callback_data: identifies campaign and row
+	Row    int64
+	From   string   // the sender: a phone-number ID, an origination identity
+	To     string   // E.164
+	Params []string // the row's parameter cells, in order
+	Ref    Ref      // the campaign and row, for the statuses to come
 }
 
 // Class says what a failed send means for its row and for the run. The
@@ -228,28 +228,53 @@ type PolicyResult struct {
 // Total is the number of rows the policy changed.
 func (r PolicyResult) Total() int64 { return r.Resent + r.Failed + r.LastAttempt }
 
-// CallbackData is the biz_opaque_callback_data that identifies a row of a
-// campaign in status webhooks.
-func CallbackData(campaignID string, row int64) string {
-	return "bulksend:" + campaignID + ":" + strconv.FormatInt(row, 10)
+// Ref is a row of a campaign: what a message carries so that the
+// provider's statuses of it find the row again. Each channel's adapter
+// encodes it in a field of its own (WhatsApp's biz_opaque_callback_data,
+// AWS's Context); the zero Ref is none.
+type Ref struct {
+	Campaign string
+	Row      int64
 }
 
-// ParseCallbackData is the inverse of CallbackData. ok is false for data
-// that bulksend did not write.
-func ParseCallbackData(s string) (campaignID string, row int64, ok bool) {
-	rest, found := strings.CutPrefix(s, "bulksend:")
-	if !found {
-		return "", 0, false
+// IsZero reports whether r is no row.
+func (r Ref) IsZero() bool { return r == Ref{} }
+
+// String is r as text, "bulksend:CAMPAIGN:ROW", for a field that holds it
+// whole (WhatsApp's callback data); "" for the zero Ref.
+func (r Ref) String() string {
+	if r.IsZero() {
+		return ""
 	}
-	id, num, found := strings.Cut(rest, ":")
+	return "bulksend:" + r.Key()
+}
+
+// Key is r without the "bulksend:" that marks it, "CAMPAIGN:ROW", for a
+// field whose name marks it already (AWS's Context key "bulksend").
+func (r Ref) Key() string { return r.Campaign + ":" + strconv.FormatInt(r.Row, 10) }
+
+// ParseRef reads String's text. ok is false for text bulksend did not
+// write.
+func ParseRef(s string) (Ref, bool) {
+	key, found := strings.CutPrefix(s, "bulksend:")
+	if !found {
+		return Ref{}, false
+	}
+	return ParseRefKey(key)
+}
+
+// ParseRefKey reads Key's text. ok is false for text bulksend did not
+// write.
+func ParseRefKey(s string) (Ref, bool) {
+	id, num, found := strings.Cut(s, ":")
 	if !found || id == "" {
-		return "", 0, false
+		return Ref{}, false
 	}
 	row, err := strconv.ParseInt(num, 10, 64)
 	if err != nil || row <= 0 {
-		return "", 0, false
+		return Ref{}, false
 	}
-	return id, row, true
+	return Ref{Campaign: id, Row: row}, true
 }
 
 // Counts is the number of rows in each status. They add up to Total.

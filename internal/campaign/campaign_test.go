@@ -6,14 +6,20 @@ import (
 	"time"
 )
 
-func TestCallbackDataRoundTrip(t *testing.T) {
-	id, row, ok := ParseCallbackData(CallbackData("a1b2c3", 42))
-	if !ok || id != "a1b2c3" || row != 42 {
-		t.Fatalf("round trip = %q %d %v", id, row, ok)
+func TestRefRoundTrip(t *testing.T) {
+	want := Ref{Campaign: "a1b2c3", Row: 42}
+	if got, ok := ParseRef(want.String()); !ok || got != want {
+		t.Fatalf("ParseRef(%q) = %+v, %v", want.String(), got, ok)
+	}
+	if got, ok := ParseRefKey(want.Key()); !ok || got != want || want.Key() != "a1b2c3:42" {
+		t.Fatalf("ParseRefKey(%q) = %+v, %v", want.Key(), got, ok)
+	}
+	if (Ref{}).String() != "" || !(Ref{}).IsZero() {
+		t.Error("the zero Ref is not none")
 	}
 	for _, bad := range []string{"", "campaign42:row17", "bulksend:", "bulksend::1", "bulksend:x:0", "bulksend:x:-3", "bulksend:x:1a"} {
-		if _, _, ok := ParseCallbackData(bad); ok {
-			t.Errorf("ParseCallbackData(%q) accepted", bad)
+		if _, ok := ParseRef(bad); ok {
+			t.Errorf("ParseRef(%q) accepted", bad)
 		}
 	}
 }

@@ -176,7 +176,8 @@ func (r *smsRig) sentMessages() map[int64][]smsSent {
 		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
 			r.t.Fatalf("event record %q: %v", sc.Text(), err)
 		}
-		id, row, ok := campaign.ParseCallbackData("bulksend:" + ev.Context["bulksend"])
+		ref, ok := campaign.ParseRefKey(ev.Context["bulksend"])
+		id, row := ref.Campaign, ref.Row
 		if !ok || (campaignID != "" && id != campaignID) {
 			r.t.Fatalf("event record without this campaign's context: %s", sc.Text())
 		}
@@ -268,9 +269,9 @@ func TestKillResumeSMS(t *testing.T) {
 		switch msgs := sent[e.Row]; {
 		case len(msgs) == 0 && e.Status == campaign.Pending:
 			resent++
-		case len(msgs) == 1 && e.Status == finalStatus(msgs[0]) && e.WAMID == msgs[0].ID:
+		case len(msgs) == 1 && e.Status == finalStatus(msgs[0]) && e.MessageID == msgs[0].ID:
 		default:
-			t.Errorf("after reconcile, row %d is %s %q; the sandbox sent it %v", e.Row, e.Status, e.WAMID, msgs)
+			t.Errorf("after reconcile, row %d is %s %q; the sandbox sent it %v", e.Row, e.Status, e.MessageID, msgs)
 		}
 	}
 	t.Logf("after reconcile: %+v, %d rows to send again\n%s", countsOf(r.export()), resent, out)
@@ -316,8 +317,8 @@ func TestKillResumeSMS(t *testing.T) {
 			continue
 		}
 		m := msgs[0]
-		if m.To != e.Phone || m.ID != e.WAMID || e.Status != finalStatus(m) {
-			t.Errorf("row %d to %s: %s %q; its message %+v", e.Row, e.Phone, e.Status, e.WAMID, m)
+		if m.To != e.Phone || m.ID != e.MessageID || e.Status != finalStatus(m) {
+			t.Errorf("row %d to %s: %s %q; its message %+v", e.Row, e.Phone, e.Status, e.MessageID, m)
 		}
 		if m.Type != "TEXT_DELIVERED" {
 			failed++

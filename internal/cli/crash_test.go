@@ -149,7 +149,8 @@ func (r *rig) acceptedRows() (map[int64]int, map[int64]string) {
 			r.t.Fatalf("accepted record %q: %v", line, err)
 		}
 		cb, _ := rec["biz_opaque_callback_data"].(string)
-		_, row, ok := campaign.ParseCallbackData(cb)
+		ref, ok := campaign.ParseRef(cb)
+		row := ref.Row
 		if !ok {
 			r.t.Fatalf("accepted message without our callback data: %q", line)
 		}
@@ -249,8 +250,8 @@ func TestKillResume(t *testing.T) {
 	defer st.Close()
 	err = st.Export(context.Background(), func(e store.ExportRow) error {
 		if w, ok := wamids[e.Row]; ok {
-			if e.WAMID != w || !(e.Status == campaign.Sent || e.Status == campaign.Delivered || e.Status == campaign.Read || e.Status == campaign.Failed) {
-				t.Errorf("row %d accepted as %s but recorded %s %q", e.Row, w, e.Status, e.WAMID)
+			if e.MessageID != w || !(e.Status == campaign.Sent || e.Status == campaign.Delivered || e.Status == campaign.Read || e.Status == campaign.Failed) {
+				t.Errorf("row %d accepted as %s but recorded %s %q", e.Row, w, e.Status, e.MessageID)
 			}
 			return nil
 		}

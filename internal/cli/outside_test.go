@@ -114,7 +114,7 @@ func outsideCampaign(t *testing.T, dir string, o outside) (string, map[string]st
 	now := strconv.FormatInt(time.Now().Unix(), 10)
 	status := func(row int, st map[string]any) string {
 		st["id"], st["timestamp"], st["recipient_id"] = rows[row][5], now, strings.TrimPrefix(rows[row][1], "+")
-		st["biz_opaque_callback_data"] = campaign.CallbackData(s.CampaignID, int64(row))
+		st["biz_opaque_callback_data"] = campaign.Ref{Campaign: s.CampaignID, Row: int64(row)}.String()
 		b, err := json.Marshal(map[string]any{"object": "whatsapp_business_account", "entry": []any{map[string]any{"id": "1",
 			"changes": []any{map[string]any{"field": "messages", "value": map[string]any{"messaging_product": "whatsapp",
 				"metadata": map[string]string{"phone_number_id": "1000001"}, "statuses": []any{st}}}}}}})

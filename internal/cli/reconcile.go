@@ -104,7 +104,7 @@ func runReconcile(ctx context.Context, ios *IO, o *reconcileOptions, log *slog.L
 	defer st.Close()
 	// Rows are found by message id: a run killed while sending left the
 	// index dropped.
-	if err := st.IndexWAMIDs(ctx); err != nil {
+	if err := st.IndexMessageIDs(ctx); err != nil {
 		return err
 	}
 	s, err := st.Settings(ctx)

@@ -79,7 +79,7 @@ type Job struct {
 type Outcome int
 
 const (
-	OutcomeSent      Outcome = iota + 1 // accepted: WAMID set
+	OutcomeSent      Outcome = iota + 1 // accepted: MessageID set
 	OutcomeFailed                       // permanent: Code and Title set
 	OutcomeRetry                        // pending again from NextAt; the attempt counts
 	OutcomeInDoubt                      // request left, no answer
@@ -89,13 +89,13 @@ const (
 
 // Result is the outcome of one claimed row.
 type Result struct {
-	Row     int64
-	Outcome Outcome
-	WAMID   string
-	Held    bool // sent, but held back by the provider (campaign.Receipt.Held)
-	Code    int
-	Title   string
-	Reason  string // failed: campaign.SendError.Reason
+	Row       int64
+	Outcome   Outcome
+	MessageID string
+	Held      bool // sent, but held back by the provider (campaign.Receipt.Held)
+	Code      int
+	Title     string
+	Reason    string // failed: campaign.SendError.Reason
 	// Throttled: the answer was a throttle; a failed row counts it among
 	// its throttled tries (OutcomeThrottled always does).
 	Throttled bool
@@ -606,7 +606,7 @@ func (e *Engine) send(ctx context.Context, j Job, slot pace.Send, sends *sync.Wa
 	defer sends.Done()
 	msg := campaign.Message{
 		Row: j.Row, From: j.Sender, To: j.Phone,
-		Params: j.Params, CallbackData: campaign.CallbackData(e.cfg.CampaignID, j.Row),
+		Params: j.Params, Ref: campaign.Ref{Campaign: e.cfg.CampaignID, Row: j.Row},
 	}
 	start := time.Now()
 	e.pacer.Left(slot, start)
@@ -702,7 +702,7 @@ func (e *Engine) outcome(j Job, rc campaign.Receipt, err error, now time.Time) R
 		if rc.RestFor > 0 {
 			e.rest(now, now.Add(rc.RestFor), "row", j.Row)
 		}
-		r.Outcome, r.WAMID, r.Held = OutcomeSent, rc.ID, rc.Held
+		r.Outcome, r.MessageID, r.Held = OutcomeSent, rc.ID, rc.Held
 		return r
 	}
 	var se *campaign.SendError

@@ -124,8 +124,8 @@ func TestOutcomesByErrorClass(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				cp := checkpoint(20, "A", "B")
 				fs := &fakeSender{fn: func(m campaign.Message, call int) (campaign.Receipt, error) {
-					if m.CallbackData != campaign.CallbackData("c1", m.Row) {
-						t.Errorf("callback data %q", m.CallbackData)
+					if m.Ref != (campaign.Ref{Campaign: "c1", Row: m.Row}) {
+						t.Errorf("ref %+v", m.Ref)
 					}
 					if err := tc.answer(call); err != nil {
 						return campaign.Receipt{}, err
@@ -206,8 +206,8 @@ func TestHeldSendsAreCountedAndRecorded(t *testing.T) {
 			t.Errorf("stats: %d sent, %d held; want 10 sent, 3 of them held", st.Sent, st.Held)
 		}
 		for row := int64(1); row <= 10; row++ {
-			if s, _ := cp.State(row); s.Status != campaign.Sent || s.WAMID == "" || s.Held != held(row) {
-				t.Errorf("row %d: %s %q held %v, want sent, held %v", row, s.Status, s.WAMID, s.Held, held(row))
+			if s, _ := cp.State(row); s.Status != campaign.Sent || s.MessageID == "" || s.Held != held(row) {
+				t.Errorf("row %d: %s %q held %v, want sent, held %v", row, s.Status, s.MessageID, s.Held, held(row))
 			}
 		}
 	})

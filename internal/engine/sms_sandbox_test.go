@@ -308,7 +308,8 @@ func sendSMS(t *testing.T, rows []smsRow, sbCfg smssandbox.Config, cfg engine.Co
 		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
 			t.Fatalf("event %q: %v", sc.Text(), err)
 		}
-		id, row, ok := campaign.ParseCallbackData("bulksend:" + ev.Context["bulksend"])
+		ref, ok := campaign.ParseRefKey(ev.Context["bulksend"])
+		id, row := ref.Campaign, ref.Row
 		if !ok || id != "c1" {
 			t.Fatalf("event without this campaign's context: %s", sc.Text())
 		}
@@ -338,12 +339,12 @@ func (r *smsRun) checkBuckets(t *testing.T) {
 		if len(evs) > 1 {
 			t.Errorf("row %d: the sandbox sent it %d times", row, len(evs))
 		}
-		if e.WAMID == "" {
+		if e.MessageID == "" {
 			continue
 		}
 		withID++
-		if len(evs) != 1 || evs[0].MessageID != e.WAMID || evs[0].Destination != e.Phone {
-			t.Errorf("row %d: recorded MessageId %s to %s, the sandbox sent %+v", row, e.WAMID, e.Phone, evs)
+		if len(evs) != 1 || evs[0].MessageID != e.MessageID || evs[0].Destination != e.Phone {
+			t.Errorf("row %d: recorded MessageId %s to %s, the sandbox sent %+v", row, e.MessageID, e.Phone, evs)
 		}
 	}
 	if withID != b.Success {
@@ -545,9 +546,9 @@ func TestSMSOptedOutIsNeverSuccess(t *testing.T) {
 		n := r.sends.count(row.phone)
 		switch {
 		case optedOut[row.phone]:
-			if n != 1 || e.Status != campaign.Failed || e.FailReason != campaign.FailOptedOut || e.WAMID != "" || len(r.events[e.Row]) != 0 {
+			if n != 1 || e.Status != campaign.Failed || e.FailReason != campaign.FailOptedOut || e.MessageID != "" || len(r.events[e.Row]) != 0 {
 				t.Errorf("row %d (opted out): %d requests, %s reason %q MessageId %q, %d messages sent; want one request, failed opted_out, nothing sent",
-					e.Row, n, e.Status, e.FailReason, e.WAMID, len(r.events[e.Row]))
+					e.Row, n, e.Status, e.FailReason, e.MessageID, len(r.events[e.Row]))
 			}
 		default:
 			if n != 1 || e.Status != campaign.Sent {

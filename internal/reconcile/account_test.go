@@ -35,9 +35,9 @@ func (s *statuses) Counts() reconcile.SourceCounts { return reconcile.SourceCoun
 // rs is a status of testCampaign's row (no callback data if row is 0) at
 // base+sec.
 func rs(kind, wamid string, sec float64, row int64) reconcile.Status {
-	s := reconcile.Status{WAMID: wamid, Status: kind, Timestamp: at(sec)}
+	s := reconcile.Status{MessageID: wamid, Status: kind, Timestamp: at(sec)}
 	if row > 0 {
-		s.CallbackData = campaign.CallbackData(testCampaign, row)
+		s.Ref = campaign.Ref{Campaign: testCampaign, Row: row}
 	}
 	return s
 }

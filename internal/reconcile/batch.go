@@ -8,7 +8,7 @@ import (
 )
 
 // add puts one status into the batch, by row when its callback data is
-// ours, else by wamid for flush to look up.
+// ours, else by message ID for flush to look up.
 func (rc *Reconciler) add(s Status) {
 	e, ok := proof(&s, rc.b.prices)
 	if !ok {
@@ -16,27 +16,27 @@ func (rc *Reconciler) add(s Status) {
 		return
 	}
 	rc.b.events++
-	if id, row, ours := campaign.ParseCallbackData(s.CallbackData); ours {
-		if id != rc.opt.CampaignID {
+	if !s.Ref.IsZero() {
+		if s.Ref.Campaign != rc.opt.CampaignID {
 			rc.sum.Foreign++
 			return
 		}
-		rc.b.byRow(row).add(&rc.b, e, 1)
+		rc.b.byRow(s.Ref.Row).add(&rc.b, e, 1)
 		return
 	}
 	if rc.senders != nil && s.Sender != "" && !rc.senders[s.Sender] {
 		rc.sum.Foreign++
 		return
 	}
-	rc.b.byWAMID(s.WAMID).add(&rc.b, e, 1)
+	rc.b.byID(s.MessageID).add(&rc.b, e, 1)
 }
 
-// flush applies the batch: one lookup for its rows and wamids, one
+// flush applies the batch: one lookup for its rows and message IDs, one
 // transaction for the rows that change.
 func (rc *Reconciler) flush(ctx context.Context) error {
 	b := &rc.b
 	defer b.reset()
-	if len(b.rows) == 0 && len(b.wamids) == 0 {
+	if len(b.rows) == 0 && len(b.ids) == 0 {
 		return nil
 	}
 	if err := ctx.Err(); err != nil {
@@ -51,46 +51,46 @@ func (rc *Reconciler) flush(ctx context.Context) error {
 		}
 	}
 	if len(states) == 0 { // sized once rather than grown
-		states = make(map[int64]Delivery, len(b.rows)+len(b.wamids))
+		states = make(map[int64]Delivery, len(b.rows)+len(b.ids))
 		rc.states = states
 	}
-	rc.keys, rc.wamids = rc.keys[:0], rc.wamids[:0]
+	rc.keys, rc.ids = rc.keys[:0], rc.ids[:0]
 	for row := range b.rows {
 		if _, ok := states[row]; !ok {
 			rc.keys = append(rc.keys, row)
 		}
 	}
-	for w := range b.wamids {
-		rc.wamids = append(rc.wamids, w)
+	for w := range b.ids {
+		rc.ids = append(rc.ids, w)
 	}
 	// Sorted, each lookup of a chunk of rows reads neighbouring pages.
 	slices.Sort(rc.keys)
-	if err := rc.cp.Deliveries(ctx, rc.keys, rc.wamids, states); err != nil {
+	if err := rc.cp.Deliveries(ctx, rc.keys, rc.ids, states); err != nil {
 		clear(states) // some may be stale now
 		return err
 	}
 
-	// Statuses without our callback data: by the wamid stored on a row,
+	// Statuses without our callback data: by the message ID stored on a row,
 	// else by one a status with callback data records in this batch.
-	if len(b.wamids) > 0 {
+	if len(b.ids) > 0 {
 		clear(rc.resolved)
 		for row, s := range states {
-			if _, ok := b.wamids[s.WAMID]; ok && s.WAMID != "" {
-				rc.resolved[s.WAMID] = row
+			if _, ok := b.ids[s.MessageID]; ok && s.MessageID != "" {
+				rc.resolved[s.MessageID] = row
 			}
 		}
 		for row, i := range b.rows {
 			for j := b.aggs.at(i).first; j >= 0; j = b.seen.at(j).next {
-				w := b.seen.at(j).e.wamid
+				w := b.seen.at(j).e.id
 				if _, done := rc.resolved[w]; done {
 					continue
 				}
-				if _, ok := b.wamids[w]; ok {
+				if _, ok := b.ids[w]; ok {
 					rc.resolved[w] = row
 				}
 			}
 		}
-		for w, i := range b.wamids {
+		for w, i := range b.ids {
 			row, ok := rc.resolved[w]
 			if !ok {
 				rc.sum.Foreign += b.aggs.at(i).n
@@ -130,7 +130,7 @@ func (rc *Reconciler) flush(ctx context.Context) error {
 		if !unpriced(old.Price) {
 			d.Price = campaign.Pricing{} // stored already, and never replaced: nothing to write
 		}
-		if s.WAMID != old.WAMID || s.Code != old.Code || s.Title != old.Title || s.Reason != old.Reason {
+		if s.MessageID != old.MessageID || s.Code != old.Code || s.Title != old.Title || s.Reason != old.Reason {
 			rc.saveIDs = append(rc.saveIDs, d)
 		} else {
 			rc.save = append(rc.save, d)
@@ -161,7 +161,7 @@ func (rc *Reconciler) move(old, s Delivery) (m move, ok bool) {
 	t, ok := rc.touched[s.Row] // changed by an earlier batch: it counts as it was then
 	switch {
 	case ok:
-	case old.Status == campaign.Failed && old.WAMID == "":
+	case old.Status == campaign.Failed && old.MessageID == "":
 		t.from = fromFailed
 	case !old.Status.Settled():
 		t.from = fromUnsettled
@@ -180,18 +180,18 @@ type move struct {
 }
 
 // batch holds the statuses of one batch, merged per row (statuses with our
-// callback data) or per wamid (the others, until flush finds their row).
+// callback data) or per message ID (the others, until flush finds their row).
 // Each entry also keeps its distinct statuses, to count Applied.
 type batch struct {
 	events int
 	rows   map[int64]int32  // row → aggs index
-	wamids map[string]int32 // wamid → aggs index
+	ids    map[string]int32 // message ID → aggs index
 	aggs   blocks[agg]
 	seen   blocks[seen]
 	prices prices // the pricings of its statuses
 }
 
-// agg is the merged evidence of one row or wamid.
+// agg is the merged evidence of one row or message ID.
 type agg struct {
 	ev    evidence
 	n     int64 // statuses merged, duplicates included
@@ -205,13 +205,13 @@ type seen struct {
 }
 
 func newBatch() batch {
-	return batch{rows: map[int64]int32{}, wamids: map[string]int32{}, prices: prices{}}
+	return batch{rows: map[int64]int32{}, ids: map[string]int32{}, prices: prices{}}
 }
 
 func (b *batch) reset() {
 	b.events = 0
 	clear(b.rows)
-	clear(b.wamids)
+	clear(b.ids)
 	b.aggs.reset()
 	b.seen.reset()
 	clear(b.prices)
@@ -230,11 +230,11 @@ func (b *batch) byRow(row int64) *agg {
 	return b.aggs.at(i)
 }
 
-func (b *batch) byWAMID(w string) *agg {
-	i, ok := b.wamids[w]
+func (b *batch) byID(w string) *agg {
+	i, ok := b.ids[w]
 	if !ok {
 		i = b.newAgg()
-		b.wamids[w] = i
+		b.ids[w] = i
 	}
 	return b.aggs.at(i)
 }

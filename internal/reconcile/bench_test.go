@@ -133,7 +133,7 @@ func buildBench() (tmpl, log []byte, events int, err error) {
 	wamid := func(row int64) string { return fmt.Sprintf("wamid.HBgLMTY1MDU1NTEyMzQVAgARGBI%08dAA==", row) }
 	results := make([]engine.Result, len(jobs))
 	for i, j := range jobs {
-		results[i] = engine.Result{Row: j.Row, Outcome: engine.OutcomeSent, WAMID: wamid(j.Row), At: at(1)}
+		results[i] = engine.Result{Row: j.Row, Outcome: engine.OutcomeSent, MessageID: wamid(j.Row), At: at(1)}
 		if j.Row%20 == 0 {
 			results[i] = engine.Result{Row: j.Row, Outcome: engine.OutcomeInDoubt, Title: "context deadline exceeded", At: at(1)}
 		}

@@ -118,12 +118,12 @@ func checkpoint(t testing.TB, rows []seed) *store.Store {
 				res.Outcome, res.NextAt = engine.OutcomeRetry, at(1e6)
 			}
 			if n == sd.attempts && sd.held {
-				res = engine.Result{Row: row, Outcome: engine.OutcomeSent, WAMID: sd.s.WAMID, Held: true, At: when}
+				res = engine.Result{Row: row, Outcome: engine.OutcomeSent, MessageID: sd.s.WAMID, Held: true, At: when}
 			}
 			record(t, st, res)
 		}
 		if s := sd.s; s.Status != campaign.InDoubt && s.Status != campaign.Pending && s.Status != campaign.Sending {
-			final = append(final, reconcile.Delivery{Row: row, Status: s.Status, WAMID: s.WAMID, Code: s.Code, Title: s.Title, SentAt: unixMS(s.SentAt)})
+			final = append(final, reconcile.Delivery{Row: row, Status: s.Status, MessageID: s.WAMID, Code: s.Code, Title: s.Title, SentAt: unixMS(s.SentAt)})
 		}
 	}
 	if err := st.SaveDeliveries(ctx, final, nil, at(0)); err != nil {
@@ -155,7 +155,7 @@ func record(t testing.TB, st *store.Store, r engine.Result) {
 func status(kind, wamid string, sec float64, row int64) webhook.Status {
 	s := webhook.Status{WAMID: wamid, Status: kind, Timestamp: at(sec), RecipientID: "15550001234"}
 	if row > 0 {
-		s.CallbackData = campaign.CallbackData(testCampaign, row)
+		s.CallbackData = campaign.Ref{Campaign: testCampaign, Row: row}.String()
 	}
 	return s
 }
@@ -267,8 +267,8 @@ func rowsOf(t testing.TB, st *store.Store, n int) []string {
 func brief(s store.ExportRow) string {
 	var b strings.Builder
 	b.WriteString(string(s.Status))
-	if s.WAMID != "" {
-		b.WriteString(" " + s.WAMID)
+	if s.MessageID != "" {
+		b.WriteString(" " + s.MessageID)
 	}
 	if s.ErrorCode != 0 {
 		fmt.Fprintf(&b, " #%d", s.ErrorCode)
@@ -292,7 +292,7 @@ func full(t testing.TB, st *store.Store, n int) []string {
 	t.Helper()
 	out := make([]string, n)
 	for i, s := range export(t, st, n) {
-		out[i] = fmt.Sprintf("%d %s %s %q %d %d %d %d %d %d %q %q %v %s", s.Row, s.Status, s.WAMID, s.ErrorTitle, s.ErrorCode,
+		out[i] = fmt.Sprintf("%d %s %s %q %d %d %d %d %d %d %q %q %v %s", s.Row, s.Status, s.MessageID, s.ErrorTitle, s.ErrorCode,
 			unixMS(s.SentAt), unixMS(s.DeliveredAt), unixMS(s.ReadAt), s.Attempts, unixMS(s.AttemptedAt), s.Sender,
 			s.FailReason, s.Held, pricing(s.Price))
 	}

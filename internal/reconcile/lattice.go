@@ -12,7 +12,7 @@ import (
 type level uint8
 
 const (
-	unproven    level = iota // pending, sending, in doubt, or failed before Meta took it (no wamid)
+	unproven    level = iota // pending, sending, in doubt, or failed before the provider took it (no message ID)
 	lvSent                   // Meta took it
 	lvFailed                 // Meta took it, then failed to deliver it
 	lvDelivered              // on the phone; beats a failed from another device
@@ -36,14 +36,14 @@ func statusLevel(s string) (l level, ok bool) {
 }
 
 // rowLevel is the level a stored row has reached. A failed row without a
-// wamid failed before Meta took the message (synchronously, or by the
+// message ID failed before Meta took the message (synchronously, or by the
 // in-doubt policy), so a status can still prove it went out.
 func rowLevel(s Delivery) level {
 	switch s.Status {
 	case campaign.Sent:
 		return lvSent
 	case campaign.Failed:
-		if s.WAMID != "" {
+		if s.MessageID != "" {
 			return lvFailed
 		}
 	case campaign.Delivered:
@@ -178,7 +178,7 @@ func unpriced(p campaign.Pricing) bool { return p.Unpriced() }
 // repetition of its statuses.
 type evidence struct {
 	level level
-	wamid string // the smallest wamid seen
+	id    string // the smallest message ID seen
 	// Earliest instant of each status, in Unix milliseconds, 0 if none. A
 	// read counts as delivered too.
 	sent, delivered, read int64
@@ -197,7 +197,7 @@ func proof(s *Status, t prices) (e evidence, ok bool) {
 	if !ok {
 		return e, false
 	}
-	e.wamid = s.WAMID
+	e.id = s.MessageID
 	ts := unixMS(s.Timestamp)
 	if e.price = t.intern(s.Price); e.price != nil {
 		e.priceAt = ts
@@ -221,7 +221,7 @@ func proof(s *Status, t prices) (e evidence, ok bool) {
 
 func (e evidence) join(f evidence) evidence {
 	e.level = max(e.level, f.level)
-	e.wamid = minWAMID(e.wamid, f.wamid)
+	e.id = minID(e.id, f.id)
 	e.sent = earliest(e.sent, f.sent)
 	e.delivered = earliest(e.delivered, f.delivered)
 	e.read = earliest(e.read, f.read)
@@ -242,7 +242,7 @@ func (e evidence) join(f evidence) evidence {
 //     cleared for sent, delivered and read, the webhook's for failed. A
 //     row already failed by a webhook keeps the least of the failures
 //     (see less).
-//   - The wamid is the smallest of the row's and e's. A row with none
+//   - The message ID is the smallest of the row's and e's. A row with none
 //     (in doubt, failed before Meta answered) gets the webhook's; only a
 //     row that went out twice has two, and then the choice does not
 //     depend on the order of the logs either.
@@ -270,7 +270,7 @@ func apply(s Delivery, e evidence) Delivery {
 	if e.price != nil && unpriced(s.Price) {
 		s.Price = e.price.pricing()
 	}
-	s.WAMID = minWAMID(s.WAMID, e.wamid)
+	s.MessageID = minID(s.MessageID, e.id)
 	s.SentAt = earliest(s.SentAt, e.sent)
 	s.DeliveredAt = earliest(s.DeliveredAt, e.delivered)
 	s.ReadAt = earliest(s.ReadAt, e.read)
@@ -302,12 +302,12 @@ func changes(s *Delivery, e *evidence) bool {
 	if e.price != nil && unpriced(s.Price) {
 		return true
 	}
-	return minWAMID(s.WAMID, e.wamid) != s.WAMID || earliest(s.SentAt, e.sent) != s.SentAt ||
+	return minID(s.MessageID, e.id) != s.MessageID || earliest(s.SentAt, e.sent) != s.SentAt ||
 		earliest(s.DeliveredAt, e.delivered) != s.DeliveredAt || earliest(s.ReadAt, e.read) != s.ReadAt
 }
 
-// minWAMID is the smaller of two wamids, "" meaning none.
-func minWAMID(a, b string) string {
+// minID is the smaller of two message IDs, "" meaning none.
+func minID(a, b string) string {
 	if a == "" || (b != "" && b < a) {
 		return b
 	}

@@ -37,7 +37,7 @@ var smsCharge, zero = 0.01743, 0.0
 // the statuses of a message.
 func randomEvidence(r *rand.Rand, anyPrice bool) evidence {
 	s := Status{
-		Status: kinds[r.IntN(4)], WAMID: fmt.Sprintf("w%d", r.IntN(3)), Timestamp: at(float64(r.IntN(5))),
+		Status: kinds[r.IntN(4)], MessageID: fmt.Sprintf("w%d", r.IntN(3)), Timestamp: at(float64(r.IntN(5))),
 		ErrorCode: []int{0, 131026, 131049}[r.IntN(3)], ErrorTitle: []string{"", "a", "b"}[r.IntN(3)],
 		ErrorReason: []string{"", "", campaign.FailMarketingCap}[r.IntN(3)],
 	}
@@ -57,7 +57,7 @@ func randomState(r *rand.Rand) Delivery {
 	s := Delivery{Row: 1}
 	s.Status = campaign.Statuses[r.IntN(len(campaign.Statuses))]
 	if r.IntN(2) == 0 {
-		s.WAMID = fmt.Sprintf("w%d", r.IntN(3))
+		s.MessageID = fmt.Sprintf("w%d", r.IntN(3))
 	}
 	if r.IntN(2) == 0 {
 		s.Code, s.Title = 131049, "x"
@@ -134,7 +134,7 @@ func TestLattice(t *testing.T) {
 func TestFirstPricing(t *testing.T) {
 	marketing, free := pricings[1], pricings[3]
 	st := func(kind string, sec float64, p campaign.Pricing) evidence {
-		e, _ := proof(&Status{Status: kind, WAMID: "w1", Timestamp: at(sec), Price: p}, testPrices)
+		e, _ := proof(&Status{Status: kind, MessageID: "w1", Timestamp: at(sec), Price: p}, testPrices)
 		return e
 	}
 	tests := []struct {
@@ -161,7 +161,7 @@ func TestFirstPricing(t *testing.T) {
 			for _, f := range tt.ev {
 				e = e.join(f)
 			}
-			row := Delivery{Row: 1, Status: campaign.Sent, WAMID: "w1", SentAt: at(1).UnixMilli(), Price: tt.row}
+			row := Delivery{Row: 1, Status: campaign.Sent, MessageID: "w1", SentAt: at(1).UnixMilli(), Price: tt.row}
 			got := apply(row, e)
 			if priceOf(got.Price) != priceOf(tt.want) {
 				t.Errorf("pricing %+v, want %+v", got.Price, tt.want)

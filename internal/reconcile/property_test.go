@@ -61,7 +61,7 @@ func TestPermutations(t *testing.T) {
 				log = append(log, s, s) // every status twice: duplicates are normal
 			}
 		}
-		log = append(log, status("read", "wamid.foreign", 3, 0), withCallback(status("read", "wamid.1.a", 3, 0), campaign.CallbackData("autumn", 1)))
+		log = append(log, status("read", "wamid.foreign", 3, 0), withCallback(status("read", "wamid.1.a", 3, 0), campaign.Ref{Campaign: "autumn", Row: 1}.String()))
 
 		var first []string
 		for perm := range 6 {

@@ -6,12 +6,12 @@
 //
 // Statuses apply as a join over a lattice, so duplicates, out-of-order
 // delivery and the order of several logs make no difference to the end
-// state (but see matching by wamid below), and running again with the same
+// state (but see matching by message ID below), and running again with the same
 // logs changes nothing. A row moves up this order and never down:
 //
-//	pending, sending, in_doubt, failed without a wamid  <  sent  <  failed (by a webhook)  <  delivered  <  read
+//	pending, sending, in_doubt, failed without a message ID  <  sent  <  failed (by a webhook)  <  delivered  <  read
 //
-// A failed row without a wamid failed before Meta answered (synchronously,
+// A failed row without a message ID failed before Meta answered (synchronously,
 // or by the in-doubt policy); a status proves it did reach Meta, so it
 // moves like an in-doubt row. Skipped rows never change. Timestamps keep
 // the earliest instant seen for each status. A failed row keeps the
@@ -26,7 +26,7 @@
 // statuses of one row that disagree, it depends on where a batch ends.
 //
 // A status matches a row by its biz_opaque_callback_data when bulksend
-// wrote it, else by its wamid: the one the send recorded, or one that a
+// wrote it, else by its message ID: the one the send recorded, or one that a
 // status with callback data recorded earlier (in an earlier batch, or in
 // the same one). Meta includes the callback data in every status of a
 // message sent with it, so the order of the statuses matters here only for
@@ -58,7 +58,7 @@ type Checkpoint interface {
 	// Deliveries puts into out the deliveries of the given rows and of
 	// the rows holding the given message IDs, keyed by row, leaving the
 	// other entries of out alone. Unknown rows and IDs are absent.
-	Deliveries(ctx context.Context, rows []int64, wamids []string, out map[int64]Delivery) error
+	Deliveries(ctx context.Context, rows []int64, ids []string, out map[int64]Delivery) error
 	// SaveDeliveries writes, in one durable step, the status, times and
 	// pricing of all the deliveries given, and also the message ID, code,
 	// title and reason of those in withIDs. A row's pricing, once stored,
@@ -76,28 +76,28 @@ type Checkpoint interface {
 
 // Delivery is the part of a row's state that statuses change.
 type Delivery struct {
-	Row    int64
-	Status campaign.Status
-	WAMID  string // the provider's message ID
-	Code   int
-	Title  string
-	Reason string           // failed: a stable failure name (campaign.FailMarketingCap), "" for none
-	Price  campaign.Pricing // the first pricing a status carried; zero when none
+	Row       int64
+	Status    campaign.Status
+	MessageID string // the provider's message ID
+	Code      int
+	Title     string
+	Reason    string           // failed: a stable failure name (campaign.FailMarketingCap), "" for none
+	Price     campaign.Pricing // the first pricing a status carried; zero when none
 	// Unix milliseconds, 0 when unset.
 	SentAt, DeliveredAt, ReadAt int64
 }
 
 // Status is one report of what happened to a message bulksend sent.
 type Status struct {
-	WAMID        string    // the provider's message ID, never empty
-	Status       string    // "sent", "delivered", "read", "failed"; other values are counted Unknown
-	Timestamp    time.Time // when it happened
-	CallbackData string    // what bulksend attached to the message ("" if absent)
-	Sender       string    // the sender number it came for ("" if unknown)
-	ErrorCode    int       // of a failed status, 0 if none
-	ErrorTitle   string
-	ErrorReason  string           // of a failed status: a stable failure name (campaign.FailMarketingCap), "" for none
-	Price        campaign.Pricing // how the message was billed, when the status says
+	MessageID   string       // the provider's message ID, never empty
+	Status      string       // "sent", "delivered", "read", "failed"; other values are counted Unknown
+	Timestamp   time.Time    // when it happened
+	Ref         campaign.Ref // the row bulksend attached to the message (zero: none, or not bulksend's)
+	Sender      string       // the sender number it came for ("" if unknown)
+	ErrorCode   int          // of a failed status, 0 if none
+	ErrorTitle  string
+	ErrorReason string           // of a failed status: a stable failure name (campaign.FailMarketingCap), "" for none
+	Price       campaign.Pricing // how the message was billed, when the status says
 }
 
 // Source is a log of statuses, read once to its end.
@@ -133,7 +133,7 @@ type Options struct {
 	CampaignID string
 	// Senders are our sender phone-number IDs. A status from another
 	// number without our callback data is foreign without a lookup.
-	// Empty: any number's statuses are looked up by wamid.
+	// Empty: any number's statuses are looked up by message ID.
 	Senders []string
 	// Unmatched says what to do with rows still in doubt after the logs:
 	// hold (""), resend or fail.
@@ -162,7 +162,7 @@ type Summary struct {
 	Events    int64 `json:"events"`     // statuses read
 	Matched   int64 `json:"matched"`    // statuses of a row of this campaign
 	Applied   int64 `json:"applied"`    // matched statuses that changed their row (duplicates within a batch once); the rest were already known
-	Foreign   int64 `json:"foreign"`    // statuses of another campaign, another number, or a wamid we do not have
+	Foreign   int64 `json:"foreign"`    // statuses of another campaign, another number, or a message ID we do not have
 	Invalid   int64 `json:"invalid"`    // records that are not JSON, not a webhook body, or hold a malformed status
 	NotStatus int64 `json:"not_status"` // webhook bodies without statuses (incoming messages, …)
 	Unknown   int64 `json:"unknown"`    // statuses with a value reconcile ignores ("deleted", "warning", …)
@@ -176,7 +176,7 @@ type Summary struct {
 	// failed by the statuses, "resent", "failed_by_policy" and
 	// "failed_last_attempt" by the Unmatched policy.
 	Settled map[string]int64 `json:"settled"`
-	// Corrected counts the rows that were failed without a wamid (before
+	// Corrected counts the rows that were failed without a message ID (before
 	// Meta answered, or by the in-doubt policy) and that a status proved
 	// went out, by their new status.
 	Corrected    map[string]int64 `json:"corrected"`
@@ -210,7 +210,7 @@ type origin uint8
 
 const (
 	fromUnsettled origin = iota + 1 // pending, sending, in doubt
-	fromFailed                      // failed without a wamid
+	fromFailed                      // failed without a message ID
 )
 
 type touched struct {
@@ -231,11 +231,11 @@ type Reconciler struct {
 	touched  map[int64]touched  // rows that settled or were corrected, by their status now
 	policy   map[string]int64   // rows the Unmatched policy settled, by outcome
 	save     []Delivery         // scratch for flush: changed rows
-	saveIDs  []Delivery         // scratch for flush: changed rows whose wamid, code or title changed
+	saveIDs  []Delivery         // scratch for flush: changed rows whose message ID, code or title changed
 	keys     []int64            // scratch for flush
-	wamids   []string           // scratch for flush
+	ids      []string           // scratch for flush
 	moves    []move             // scratch for flush
-	resolved map[string]int64   // scratch for flush: wamid → row
+	resolved map[string]int64   // scratch for flush: message ID → row
 	states   map[int64]Delivery // the rows of the batch; between batches, as the last one left them
 }
 

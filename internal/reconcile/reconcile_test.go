@@ -168,7 +168,7 @@ func TestApply(t *testing.T) {
 			name: "foreign statuses",
 			rows: []seed{sentRow("w1", 1)},
 			log: []webhook.Status{
-				withCallback(status("delivered", "w1", 20, 0), campaign.CallbackData("autumn", 1)), // another campaign
+				withCallback(status("delivered", "w1", 20, 0), campaign.Ref{Campaign: "autumn", Row: 1}.String()), // another campaign
 				status("delivered", "wX", 20, 0),                           // a wamid we never stored
 				withCallback(status("delivered", "wY", 20, 0), "order-17"), // someone else's data, unknown wamid
 				from(status("delivered", "w1", 20, 0), "999"),              // another number, no callback data
@@ -405,7 +405,7 @@ func TestReversed(t *testing.T) {
 		status("sent", "w7", 10, 7), status("deleted", "w7", 11, 7),
 		status("sent", "w8b", 10, 8), status("delivered", "w8a", 22, 8), status("sent", "w8a", 9, 8),
 		status("delivered", "w9", 20, 9), status("delivered", "w9", 19, 0),
-		status("delivered", "wX", 20, 0), withCallback(status("read", "w1", 50, 0), campaign.CallbackData("autumn", 1)),
+		status("delivered", "wX", 20, 0), withCallback(status("read", "w1", 50, 0), campaign.Ref{Campaign: "autumn", Row: 1}.String()),
 	}
 	reversed := slices.Clone(log)
 	slices.Reverse(reversed)

@@ -66,7 +66,7 @@ func BenchmarkReport(b *testing.B) {
 			res := make([]engine.Result, 0, len(jobs)+len(jobs)/10)
 			for _, j := range jobs {
 				at := left(j.Row)
-				res = append(res, engine.Result{Row: j.Row, Outcome: engine.OutcomeSent, WAMID: "w", At: at.Add(120 * time.Millisecond),
+				res = append(res, engine.Result{Row: j.Row, Outcome: engine.OutcomeSent, MessageID: "w", At: at.Add(120 * time.Millisecond),
 					Attempt: engine.Attempt{Row: j.Row, Sender: sender, At: at, Latency: time.Duration(40+j.Row%160) * time.Millisecond, Class: engine.Accepted}})
 			}
 			if err := st.Record(ctx, res); err != nil {

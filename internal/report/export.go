@@ -74,7 +74,7 @@ func WriteExport(ctx context.Context, st *store.Store, w io.Writer, raw bool) er
 			code = strconv.Itoa(r.ErrorCode)
 		}
 		return cw.Write(strconv.FormatInt(r.Row, 10), r.Phone, r.Sender, string(r.Status), strconv.Itoa(r.Attempts),
-			r.WAMID, code, r.ErrorTitle, ts(r.UpdatedAt), r.ExtID, strconv.FormatInt(r.Line, 10), r.Reason,
+			r.MessageID, code, r.ErrorTitle, ts(r.UpdatedAt), r.ExtID, strconv.FormatInt(r.Line, 10), r.Reason,
 			ts(r.SentAt), ts(r.DeliveredAt), ts(r.ReadAt),
 			flag(r.Held), r.FailReason, r.Price.Category, r.Price.Type, optBool(r.Price.Billable),
 			optInt(r.Parts), r.Encoding, strconv.Itoa(r.Throttles), optInt(r.Price.Parts), optFloat(r.Price.Charge))

@@ -106,7 +106,7 @@ func fixture(t testing.TB) (*store.Store, string) {
 	claim("A", t0, 2)
 	claim("B", t0, 2)
 	record(
-		engine.Result{Outcome: engine.OutcomeSent, WAMID: "w1", Attempt: attempt(1, "A", 500*ms, 100*ms, engine.Accepted, 0)},
+		engine.Result{Outcome: engine.OutcomeSent, MessageID: "w1", Attempt: attempt(1, "A", 500*ms, 100*ms, engine.Accepted, 0)},
 		engine.Result{Outcome: engine.OutcomeThrottled, Code: 130429, Title: "Rate limit hit", NextAt: at(20 * s), Attempt: attempt(2, "A", 1200*ms, 200*ms, "throttled", 130429)},
 		engine.Result{Outcome: engine.OutcomeRetry, Code: 131000, Title: "Something went wrong", NextAt: at(20 * s), Attempt: attempt(4, "B", 1500*ms, 300*ms, "transient", 131000)},
 		engine.Result{Outcome: engine.OutcomeInDoubt, Title: "request timed out", Attempt: attempt(5, "B", 2*s, 5*s, "in doubt", 0)},
@@ -119,10 +119,10 @@ func fixture(t testing.TB) (*store.Store, string) {
 	claim("A", at(20*s), 2)
 	claim("B", at(20*s), 2)
 	record(
-		engine.Result{Outcome: engine.OutcomeSent, WAMID: "w2", Attempt: attempt(2, "A", 20500*ms, 100*ms, engine.Accepted, 0)},
-		engine.Result{Outcome: engine.OutcomeSent, WAMID: "w4", Attempt: attempt(4, "B", 21*s, 150*ms, engine.Accepted, 0)},
+		engine.Result{Outcome: engine.OutcomeSent, MessageID: "w2", Attempt: attempt(2, "A", 20500*ms, 100*ms, engine.Accepted, 0)},
+		engine.Result{Outcome: engine.OutcomeSent, MessageID: "w4", Attempt: attempt(4, "B", 21*s, 150*ms, engine.Accepted, 0)},
 		engine.Result{Outcome: engine.OutcomeFailed, Code: 131026, Title: "Message undeliverable", Attempt: attempt(3, "A", 22*s, 120*ms, "permanent", 131026)},
-		engine.Result{Outcome: engine.OutcomeSent, WAMID: "w6", Attempt: attempt(6, "B", 24200*ms, 110*ms, engine.Accepted, 0)},
+		engine.Result{Outcome: engine.OutcomeSent, MessageID: "w6", Attempt: attempt(6, "B", 24200*ms, 110*ms, engine.Accepted, 0)},
 	)
 	if err := st.EndRun(ctx, run2, at(25*s), nil); err != nil {
 		t.Fatal(err)
@@ -139,7 +139,7 @@ func fixture(t testing.TB) (*store.Store, string) {
 		return at(21150 * ms).UnixMilli()
 	}
 	if err := st.SaveDeliveries(ctx, []reconcile.Delivery{
-		{Row: 4, Status: campaign.Failed, WAMID: "w4", Code: 131049, Title: "This message was not delivered to maintain healthy ecosystem engagement.",
+		{Row: 4, Status: campaign.Failed, MessageID: "w4", Code: 131049, Title: "This message was not delivered to maintain healthy ecosystem engagement.",
 			Reason: campaign.FailMarketingCap, SentAt: sent(4), Price: campaign.Pricing{Category: "utility", Billable: &no}},
 	}, []reconcile.Delivery{
 		{Row: 1, Status: campaign.Read, SentAt: sent(1), DeliveredAt: sent(1) + 2000, ReadAt: sent(1) + 10000, Price: campaign.Pricing{Category: "marketing", Type: "regular", Billable: &yes}},
@@ -303,8 +303,8 @@ func TestGatherSMS(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := st.Record(ctx, []engine.Result{
-		{Row: 1, Outcome: engine.OutcomeSent, WAMID: "m1", At: at(1 * s), Attempt: attempt(1, "+12065550100", 100*ms, 50*ms, engine.Accepted, 0)},
-		{Row: 2, Outcome: engine.OutcomeSent, WAMID: "m2", At: at(1 * s), Attempt: attempt(2, "+12065550100", 300*ms, 50*ms, engine.Accepted, 0)},
+		{Row: 1, Outcome: engine.OutcomeSent, MessageID: "m1", At: at(1 * s), Attempt: attempt(1, "+12065550100", 100*ms, 50*ms, engine.Accepted, 0)},
+		{Row: 2, Outcome: engine.OutcomeSent, MessageID: "m2", At: at(1 * s), Attempt: attempt(2, "+12065550100", 300*ms, 50*ms, engine.Accepted, 0)},
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -361,7 +361,7 @@ func TestGatherErrorNames(t *testing.T) {
 			{Row: 2, Outcome: engine.OutcomeFailed, Title: opted, Reason: "opted_out", At: at(1 * s), Attempt: attempt(2, from, 200*ms, 50*ms, "permanent", 0)},
 		},
 		{{Row: 1, Outcome: engine.OutcomeThrottled, Title: "ThrottlingException", NextAt: t0, At: at(2 * s), Attempt: attempt(1, from, 1100*ms, 50*ms, "throttled", 0)}},
-		{{Row: 1, Outcome: engine.OutcomeSent, WAMID: "m1", At: at(3 * s), Attempt: attempt(1, from, 2100*ms, 50*ms, engine.Accepted, 0)}},
+		{{Row: 1, Outcome: engine.OutcomeSent, MessageID: "m1", At: at(3 * s), Attempt: attempt(1, from, 2100*ms, 50*ms, engine.Accepted, 0)}},
 	} {
 		if _, err := st.Claim(ctx, from, at(time.Duration(i)*s), 2); err != nil {
 			t.Fatal(err)

@@ -185,7 +185,7 @@ func (c *Campaign) drive(ctx, runCtx context.Context, sender *Sender, h Hooks) (
 	// Sends record message ids faster without their index; it is built
 	// again when the engine stops, or by reconcile if this process is
 	// killed first.
-	if err := st.DropWAMIDIndex(runCtx); err != nil {
+	if err := st.DropMessageIDIndex(runCtx); err != nil {
 		return nil, err
 	}
 	// The campaign's history: this run, and every request it makes.
@@ -214,7 +214,7 @@ func (c *Campaign) drive(ctx, runCtx context.Context, sender *Sender, h Hooks) (
 	} else if err := st.EndRun(ctx, run, time.Now(), stats.Learned); err != nil {
 		return nil, errors.Join(runErr, err)
 	}
-	if err := st.IndexWAMIDs(ctx); err != nil {
+	if err := st.IndexMessageIDs(ctx); err != nil {
 		return nil, errors.Join(runErr, err)
 	}
 	if until := eng.RestUntil(); until.After(time.Now()) {

@@ -21,7 +21,6 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -256,10 +255,9 @@ func (c *Client) input(m campaign.Message) (*pinpointsmsvoicev2.SendTextMessageI
 		MessageBody:            aws.String(c.Text.Render(m.Params)),
 		MessageType:            types.MessageType(c.MessageType),
 	}
-	if m.CallbackData != "" {
+	if !m.Ref.IsZero() {
 		// Event records echo Context: reconcile matches them to rows by it.
-		id, _ := strings.CutPrefix(m.CallbackData, "bulksend:")
-		in.Context = map[string]string{"bulksend": id}
+		in.Context = map[string]string{"bulksend": m.Ref.Key()}
 	}
 	if c.ConfigurationSet != "" {
 		in.ConfigurationSetName = aws.String(c.ConfigurationSet)

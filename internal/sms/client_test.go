@@ -23,7 +23,7 @@ import (
 
 var msg = campaign.Message{
 	Row: 7, From: "+12065550100", To: "+447700900123",
-	Params: []string{"Jessica", "WELCOME25"}, CallbackData: campaign.CallbackData("c1f3", 7),
+	Params: []string{"Jessica", "WELCOME25"}, Ref: campaign.Ref{Campaign: "c1f3", Row: 7},
 }
 
 func text(t *testing.T) *smstext.Text {
@@ -109,7 +109,7 @@ func TestSendOmitsUnset(t *testing.T) {
 	c := newTestClient(t, f.srv.URL, 0)
 	c.Text = text(t)
 	m := msg
-	m.CallbackData = ""
+	m.Ref = campaign.Ref{}
 	if _, err := c.Send(context.Background(), m); err != nil {
 		t.Fatal(err)
 	}

@@ -72,8 +72,8 @@ func TestRecordHeldAndReason(t *testing.T) {
 		status campaign.Status
 		want   string // columns3
 	}{
-		{"sent", engine.Result{Outcome: engine.OutcomeSent, WAMID: "w1"}, campaign.Sent, "0 NULL NULL NULL NULL"},
-		{"sent and held", engine.Result{Outcome: engine.OutcomeSent, WAMID: "w2", Held: true}, campaign.Sent, "1 NULL NULL NULL NULL"},
+		{"sent", engine.Result{Outcome: engine.OutcomeSent, MessageID: "w1"}, campaign.Sent, "0 NULL NULL NULL NULL"},
+		{"sent and held", engine.Result{Outcome: engine.OutcomeSent, MessageID: "w2", Held: true}, campaign.Sent, "1 NULL NULL NULL NULL"},
 		{"failed with a reason", engine.Result{Outcome: engine.OutcomeFailed, Code: 131049, Title: "cap", Reason: campaign.FailMarketingCap},
 			campaign.Failed, "0 marketing_cap NULL NULL NULL"},
 		{"failed without one", engine.Result{Outcome: engine.OutcomeFailed, Code: 131026, Title: "undeliverable"}, campaign.Failed, "0 NULL NULL NULL NULL"},
@@ -113,7 +113,7 @@ func TestRecordHeldAndReason(t *testing.T) {
 		})
 	}
 	// A result for a row no longer sending changes nothing, held or not.
-	if err := s.Record(context.Background(), []engine.Result{{Row: 1, Outcome: engine.OutcomeSent, WAMID: "w9", Held: true}}); err != nil {
+	if err := s.Record(context.Background(), []engine.Result{{Row: 1, Outcome: engine.OutcomeSent, MessageID: "w9", Held: true}}); err != nil {
 		t.Fatal(err)
 	}
 	if got := columns3(t, s, 1); got != tests[0].want {
@@ -123,7 +123,7 @@ func TestRecordHeldAndReason(t *testing.T) {
 
 func TestSaveDeliveriesReasonAndPricing(t *testing.T) {
 	ctx := context.Background()
-	sent := engine.Result{Outcome: engine.OutcomeSent, WAMID: "w"}
+	sent := engine.Result{Outcome: engine.OutcomeSent, MessageID: "w"}
 	tests := []struct {
 		name  string
 		saves [][]reconcile.Delivery // each saved in turn, as withIDs if the delivery has a wamid, else among the others
@@ -132,15 +132,15 @@ func TestSaveDeliveriesReasonAndPricing(t *testing.T) {
 	}{
 		{
 			name:  "a failure's reason",
-			saves: [][]reconcile.Delivery{{{Status: campaign.Failed, WAMID: "w", Code: 131049, Title: "cap", Reason: campaign.FailMarketingCap}}},
+			saves: [][]reconcile.Delivery{{{Status: campaign.Failed, MessageID: "w", Code: 131049, Title: "cap", Reason: campaign.FailMarketingCap}}},
 			want:  "0 marketing_cap NULL NULL NULL",
 			back:  reconcile.Delivery{Status: campaign.Failed, Code: 131049, Title: "cap", Reason: campaign.FailMarketingCap},
 		},
 		{
 			name: "a reason cleared with its failure",
 			saves: [][]reconcile.Delivery{
-				{{Status: campaign.Failed, WAMID: "w", Code: 131049, Title: "cap", Reason: campaign.FailMarketingCap}},
-				{{Status: campaign.Delivered, WAMID: "w"}},
+				{{Status: campaign.Failed, MessageID: "w", Code: 131049, Title: "cap", Reason: campaign.FailMarketingCap}},
+				{{Status: campaign.Delivered, MessageID: "w"}},
 			},
 			want: "0 NULL NULL NULL NULL",
 			back: reconcile.Delivery{Status: campaign.Delivered},
@@ -153,7 +153,7 @@ func TestSaveDeliveriesReasonAndPricing(t *testing.T) {
 		},
 		{
 			name:  "pricing with a wamid",
-			saves: [][]reconcile.Delivery{{{Status: campaign.Read, WAMID: "w", Price: utility}}},
+			saves: [][]reconcile.Delivery{{{Status: campaign.Read, MessageID: "w", Price: utility}}},
 			want:  "0 NULL utility free_customer_service 0",
 			back:  reconcile.Delivery{Status: campaign.Read, Price: utility},
 		},
@@ -162,7 +162,7 @@ func TestSaveDeliveriesReasonAndPricing(t *testing.T) {
 			saves: [][]reconcile.Delivery{
 				{{Status: campaign.Sent, Price: marketing}},
 				{{Status: campaign.Delivered, Price: utility}},
-				{{Status: campaign.Read, WAMID: "w", Price: utility}},
+				{{Status: campaign.Read, MessageID: "w", Price: utility}},
 			},
 			want: "0 NULL marketing regular 1",
 			back: reconcile.Delivery{Status: campaign.Read, Price: marketing},
@@ -190,7 +190,7 @@ func TestSaveDeliveriesReasonAndPricing(t *testing.T) {
 				var withIDs, others []reconcile.Delivery
 				for _, d := range save {
 					d.Row = 1
-					if d.WAMID != "" {
+					if d.MessageID != "" {
 						withIDs = append(withIDs, d)
 					} else {
 						others = append(others, d)
@@ -229,7 +229,7 @@ func pricing(p campaign.Pricing) string {
 func accountRows(t *testing.T) *Store {
 	t.Helper()
 	sent := func(w string, held bool) engine.Result {
-		return engine.Result{Outcome: engine.OutcomeSent, WAMID: w, Held: held}
+		return engine.Result{Outcome: engine.OutcomeSent, MessageID: w, Held: held}
 	}
 	s := recorded(t,
 		sent("w1", true),  // 1: held
@@ -246,9 +246,9 @@ func accountRows(t *testing.T) *Store {
 		engine.Result{Outcome: engine.OutcomeRetry, Code: 131000, Title: "wrong"}, // 12: pending again
 	)
 	withIDs := []reconcile.Delivery{
-		{Row: 3, Status: campaign.Failed, WAMID: "w3", Code: 132015, Title: "pacing"},
-		{Row: 6, Status: campaign.Failed, WAMID: "w6", Code: 131049, Title: "cap", Reason: campaign.FailMarketingCap},
-		{Row: 11, Status: campaign.Failed, WAMID: "w11", Code: 131026, Title: "undeliverable", Price: marketing},
+		{Row: 3, Status: campaign.Failed, MessageID: "w3", Code: 132015, Title: "pacing"},
+		{Row: 6, Status: campaign.Failed, MessageID: "w6", Code: 131049, Title: "cap", Reason: campaign.FailMarketingCap},
+		{Row: 11, Status: campaign.Failed, MessageID: "w11", Code: 131026, Title: "undeliverable", Price: marketing},
 	}
 	others := []reconcile.Delivery{
 		{Row: 2, Status: campaign.Delivered},

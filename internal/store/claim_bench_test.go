@@ -42,7 +42,7 @@ func benchClaimRecord(b *testing.B, attempts bool) {
 		}
 		res := make([]engine.Result, len(jobs))
 		for k, j := range jobs {
-			res[k] = engine.Result{Row: j.Row, Outcome: engine.OutcomeSent, WAMID: "wamid.x", At: now}
+			res[k] = engine.Result{Row: j.Row, Outcome: engine.OutcomeSent, MessageID: "wamid.x", At: now}
 			if attempts {
 				res[k].Attempt = engine.Attempt{Row: j.Row, Sender: "A", At: now, Latency: 80 * time.Millisecond, Class: engine.Accepted}
 			}

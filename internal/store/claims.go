@@ -199,7 +199,7 @@ func (s *Store) Record(ctx context.Context, results []engine.Result) (err error)
 		var args []any
 		switch r.Outcome {
 		case engine.OutcomeSent:
-			args = []any{r.WAMID, r.Held, ms(r.At), ms(r.At), r.Row}
+			args = []any{r.MessageID, r.Held, ms(r.At), ms(r.At), r.Row}
 		case engine.OutcomeFailed:
 			args = []any{code, nullString(r.Title), nullString(r.Reason), r.Throttled, ms(r.At), r.Row}
 		case engine.OutcomeInDoubt:
@@ -222,14 +222,14 @@ func (s *Store) Record(ctx context.Context, results []engine.Result) (err error)
 	return nil
 }
 
-// DropWAMIDIndex drops the index of message ids while a run sends. A
+// DropMessageIDIndex drops the index of message ids while a run sends. A
 // message id is random, so every row recorded sent changed a page of that
 // index of its own, and each batch's commit wrote those pages to the WAL
 // again: half of Record's CPU at 50,000 rows, and the larger the campaign
-// the more. Nothing a run does finds rows by message id; IndexWAMIDs
+// the more. Nothing a run does finds rows by message id; IndexMessageIDs
 // builds the index again, in one pass, for reconcile. Until then a
 // reconcile would scan the table for each id.
-func (s *Store) DropWAMIDIndex(ctx context.Context) (err error) {
+func (s *Store) DropMessageIDIndex(ctx context.Context) (err error) {
 	defer mark(&err)
 	if _, err := s.db.ExecContext(ctx, `DROP INDEX IF EXISTS recipients_wamid`); err != nil {
 		return fmt.Errorf("drop the message id index: %w", err)
@@ -237,10 +237,10 @@ func (s *Store) DropWAMIDIndex(ctx context.Context) (err error) {
 	return nil
 }
 
-// IndexWAMIDs builds the index of message ids if DropWAMIDIndex dropped
+// IndexMessageIDs builds the index of message ids if DropMessageIDIndex dropped
 // it: when a run stops, and before a reconcile (a killed run left it
 // dropped). With the index in place it does nothing.
-func (s *Store) IndexWAMIDs(ctx context.Context) (err error) {
+func (s *Store) IndexMessageIDs(ctx context.Context) (err error) {
 	defer mark(&err)
 	if _, err := s.db.ExecContext(ctx, wamidIndex); err != nil {
 		return fmt.Errorf("index message ids: %w", err)

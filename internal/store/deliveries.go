@@ -73,7 +73,7 @@ func scanDeliveries(rs *sql.Rows, out map[int64]reconcile.Delivery) error {
 	var charged sql.NullFloat64
 	for rs.Next() {
 		var d reconcile.Delivery
-		if err := rs.Scan(&d.Row, &status, &d.WAMID, &d.Code, &d.Title, &d.Reason, &d.SentAt, &d.DeliveredAt, &d.ReadAt,
+		if err := rs.Scan(&d.Row, &status, &d.MessageID, &d.Code, &d.Title, &d.Reason, &d.SentAt, &d.DeliveredAt, &d.ReadAt,
 			&d.Price.Category, &d.Price.Type, &billable, &d.Price.Parts, &charged); err != nil {
 			return err
 		}
@@ -134,7 +134,7 @@ func (s *Store) SaveDeliveries(ctx context.Context, withIDs, others []reconcile.
 		}
 		defer up.Close()
 		for _, d := range withIDs {
-			if _, err := up.ExecContext(ctx, d.Row, string(d.Status), nullText(d.WAMID), nullInt(int64(d.Code)), nullText(d.Title), nullText(d.Reason),
+			if _, err := up.ExecContext(ctx, d.Row, string(d.Status), nullText(d.MessageID), nullInt(int64(d.Code)), nullText(d.Title), nullText(d.Reason),
 				nullInt(d.SentAt), nullInt(d.DeliveredAt), nullInt(d.ReadAt), at,
 				nullText(d.Price.Category), nullText(d.Price.Type), nullBool(d.Price.Billable),
 				nullInt(int64(d.Price.Parts)), nullFloat(d.Price.Charge)); err != nil {

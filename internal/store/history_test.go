@@ -100,10 +100,10 @@ func TestHistory(t *testing.T) {
 		return engine.Attempt{Row: row, Sender: "A", At: now.Add(left), Latency: latency, Class: class}
 	}
 	if err := s.Record(ctx, []engine.Result{
-		{Row: 1, Outcome: engine.OutcomeSent, WAMID: "w1", At: now.Add(time.Second), Attempt: a(1, 0, 40*time.Millisecond, engine.Accepted)},
-		{Row: 2, Outcome: engine.OutcomeSent, WAMID: "w2", At: now.Add(time.Second), Attempt: a(2, 100*time.Millisecond, 10*time.Millisecond, engine.Accepted)},
+		{Row: 1, Outcome: engine.OutcomeSent, MessageID: "w1", At: now.Add(time.Second), Attempt: a(1, 0, 40*time.Millisecond, engine.Accepted)},
+		{Row: 2, Outcome: engine.OutcomeSent, MessageID: "w2", At: now.Add(time.Second), Attempt: a(2, 100*time.Millisecond, 10*time.Millisecond, engine.Accepted)},
 		{Row: 3, Outcome: engine.OutcomeInDoubt, At: now.Add(5 * time.Second), Attempt: a(3, 200*time.Millisecond, 5*time.Second, "in doubt")},
-		{Row: 4, Outcome: engine.OutcomeSent, WAMID: "w4", At: now.Add(time.Second), Attempt: a(4, 300*time.Millisecond, 30*time.Millisecond, engine.Accepted)},
+		{Row: 4, Outcome: engine.OutcomeSent, MessageID: "w4", At: now.Add(time.Second), Attempt: a(4, 300*time.Millisecond, 30*time.Millisecond, engine.Accepted)},
 	}); err != nil {
 		t.Fatal(err)
 	}

@@ -275,7 +275,7 @@ type ExportRow struct {
 	Sender      string
 	Status      campaign.Status
 	Attempts    int
-	WAMID       string
+	MessageID   string
 	ErrorCode   int
 	ErrorTitle  string
 	Reason      string
@@ -316,7 +316,7 @@ func (s *Store) Export(ctx context.Context, fn func(ExportRow) error) error {
 		var updated int64
 		var billable sql.NullBool
 		var charged sql.NullFloat64
-		if err := rows.Scan(&r.Row, &r.Line, &r.ExtID, &r.Phone, &r.Sender, &st, &r.Attempts, &r.WAMID,
+		if err := rows.Scan(&r.Row, &r.Line, &r.ExtID, &r.Phone, &r.Sender, &st, &r.Attempts, &r.MessageID,
 			&r.ErrorCode, &r.ErrorTitle, &r.Reason, &attempted, &sent, &delivered, &read, &updated,
 			&r.Held, &r.FailReason, &r.Price.Category, &r.Price.Type, &billable,
 			&r.Parts, &r.Encoding, &r.Throttles, &r.Price.Parts, &charged); err != nil {

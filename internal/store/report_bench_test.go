@@ -23,7 +23,7 @@ func BenchmarkBreakdown(b *testing.B) {
 	}
 	res := make([]engine.Result, len(jobs))
 	for k, j := range jobs {
-		res[k] = engine.Result{Row: j.Row, Outcome: engine.OutcomeSent, WAMID: "w", Held: k%10 == 1, At: now}
+		res[k] = engine.Result{Row: j.Row, Outcome: engine.OutcomeSent, MessageID: "w", Held: k%10 == 1, At: now}
 		if k%10 == 0 {
 			res[k] = engine.Result{Row: j.Row, Outcome: engine.OutcomeFailed, Code: 131026, Title: "x", At: now}
 		}

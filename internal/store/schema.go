@@ -137,7 +137,7 @@ const dueIndex = `CREATE INDEX IF NOT EXISTS recipients_due ON recipients(sender
 
 // wamidIndex is the index reconcile finds rows by their message id with,
 // as migration 1 makes it. A run drops it while it sends and builds it
-// again when it stops (see DropWAMIDIndex).
+// again when it stops (see DropMessageIDIndex).
 const wamidIndex = `CREATE INDEX IF NOT EXISTS recipients_wamid ON recipients(wamid) WHERE wamid IS NOT NULL`
 
 // schemaVersion is the schema this code writes and reads.

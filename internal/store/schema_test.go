@@ -208,7 +208,7 @@ func TestMigrateSecondSchema(t *testing.T) {
 	if jobs, err := s.Claim(ctx, "A", time.Now(), 10); err != nil || len(jobs) != 1 || jobs[0].Row != 4 {
 		t.Fatalf("claim: %+v, %v", jobs, err)
 	}
-	if err := s.Record(ctx, []engine.Result{{Row: 4, Outcome: engine.OutcomeSent, WAMID: "w4", Held: true, At: time.Now()}}); err != nil {
+	if err := s.Record(ctx, []engine.Result{{Row: 4, Outcome: engine.OutcomeSent, MessageID: "w4", Held: true, At: time.Now()}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.SaveDeliveries(ctx, nil, []reconcile.Delivery{{Row: 2, Status: campaign.Delivered, Price: marketing}}, time.Now()); err != nil {
@@ -319,7 +319,7 @@ func TestMigrateFixtureExport(t *testing.T) {
 			code = strconv.Itoa(r.ErrorCode)
 		}
 		got := []string{strconv.FormatInt(r.Row, 10), r.Phone, r.Sender, string(r.Status), strconv.Itoa(r.Attempts),
-			r.WAMID, code, r.ErrorTitle, ts(r.UpdatedAt), r.ExtID, strconv.FormatInt(r.Line, 10), r.Reason,
+			r.MessageID, code, r.ErrorTitle, ts(r.UpdatedAt), r.ExtID, strconv.FormatInt(r.Line, 10), r.Reason,
 			ts(r.SentAt), ts(r.DeliveredAt), ts(r.ReadAt)}
 		if n >= len(golden) || !slices.Equal(got, golden[n]) {
 			t.Errorf("row %d exports\n%q, the golden file has\n%q", r.Row, got, golden[min(n, len(golden)-1)])

@@ -58,7 +58,7 @@ func (p probe) State(row int64) (st enginetest.State, ok bool) {
 	err := p.s.Export(context.Background(), func(r ExportRow) error {
 		if r.Row == row {
 			st = enginetest.State{Row: enginetest.Row{Row: r.Row, Phone: r.Phone, Sender: r.Sender}, Status: r.Status,
-				Attempts: r.Attempts, WAMID: r.WAMID, Code: r.ErrorCode, Title: r.ErrorTitle, Throttles: r.Throttles}
+				Attempts: r.Attempts, MessageID: r.MessageID, Code: r.ErrorCode, Title: r.ErrorTitle, Throttles: r.Throttles}
 			ok = true
 		}
 		return nil

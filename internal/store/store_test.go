@@ -140,7 +140,7 @@ func TestClaimRecordCycle(t *testing.T) {
 		t.Fatalf("sending = %d, want 3 (claims must be committed before sending)", c.Sending)
 	}
 	err = s.Record(ctx, []engine.Result{
-		{Row: 1, Outcome: engine.OutcomeSent, WAMID: "wamid.1", At: now},
+		{Row: 1, Outcome: engine.OutcomeSent, MessageID: "wamid.1", At: now},
 		{Row: 2, Outcome: engine.OutcomeRetry, Code: 131000, Title: "Something went wrong", NextAt: now.Add(time.Hour), At: now},
 		{Row: 3, Outcome: engine.OutcomeRelease, At: now},
 	})
@@ -419,7 +419,7 @@ func TestSMSRowsReport(t *testing.T) {
 	later := now.Add(8 * time.Second)
 	if err := s.Record(ctx, []engine.Result{
 		{Row: 1, Outcome: engine.OutcomeThrottled, Title: "ThrottlingException", NextAt: later, At: now},
-		{Row: 2, Outcome: engine.OutcomeSent, WAMID: "m2", At: now},
+		{Row: 2, Outcome: engine.OutcomeSent, MessageID: "m2", At: now},
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -497,8 +497,8 @@ func TestAttemptsRecord(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := s.Record(ctx, []engine.Result{
-		{Row: 1, Outcome: engine.OutcomeSent, WAMID: "w1", At: at, Attempt: engine.Attempt{Row: 1, Sender: "A", At: at, Latency: 80 * time.Millisecond, Class: engine.Accepted}},
-		{Row: 2, Outcome: engine.OutcomeSent, WAMID: "w2", At: at, Attempt: engine.Attempt{Row: 2, Sender: "A", At: at.Add(time.Millisecond), Latency: 90 * time.Millisecond, Class: engine.Accepted}},
+		{Row: 1, Outcome: engine.OutcomeSent, MessageID: "w1", At: at, Attempt: engine.Attempt{Row: 1, Sender: "A", At: at, Latency: 80 * time.Millisecond, Class: engine.Accepted}},
+		{Row: 2, Outcome: engine.OutcomeSent, MessageID: "w2", At: at, Attempt: engine.Attempt{Row: 2, Sender: "A", At: at.Add(time.Millisecond), Latency: 90 * time.Millisecond, Class: engine.Accepted}},
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -547,7 +547,7 @@ func TestAttemptErrorNames(t *testing.T) {
 		{Row: 4, Outcome: engine.OutcomeFailed, Title: "HTTP 502 (after 5 attempts)", At: now, Attempt: attempt(4, "transient", 0)},
 		{Row: 5, Outcome: engine.OutcomeFailed, Code: 131026, Title: "Message undeliverable", At: now, Attempt: attempt(5, "permanent", 131026)},
 		{Row: 6, Outcome: engine.OutcomeInDoubt, Title: "no answer: timeout", At: now, Attempt: attempt(6, "in doubt", 0)},
-		{Row: 7, Outcome: engine.OutcomeSent, WAMID: "m7", At: now, Attempt: attempt(7, engine.Accepted, 0)},
+		{Row: 7, Outcome: engine.OutcomeSent, MessageID: "m7", At: now, Attempt: attempt(7, engine.Accepted, 0)},
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -589,8 +589,8 @@ func TestLastSent(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := s.Record(ctx, []engine.Result{
-		{Row: 1, Outcome: engine.OutcomeSent, WAMID: "w1", At: now.Add(2 * time.Second)},
-		{Row: 2, Outcome: engine.OutcomeSent, WAMID: "w2", At: now.Add(time.Second)},
+		{Row: 1, Outcome: engine.OutcomeSent, MessageID: "w1", At: now.Add(2 * time.Second)},
+		{Row: 2, Outcome: engine.OutcomeSent, MessageID: "w2", At: now.Add(time.Second)},
 		{Row: 3, Outcome: engine.OutcomeFailed, Code: 131026, At: now.Add(3 * time.Second)}, // no success
 	}); err != nil {
 		t.Fatal(err)
@@ -655,12 +655,12 @@ func TestWAMIDIndexDroppedWhileSending(t *testing.T) {
 		if err := s.Deliveries(ctx, nil, []string{"w1", "w3"}, out); err != nil {
 			t.Fatal(err)
 		}
-		if len(out) != 2 || out[1].WAMID != "w1" || out[3].WAMID != "w3" {
+		if len(out) != 2 || out[1].MessageID != "w1" || out[3].MessageID != "w3" {
 			t.Fatalf("rows found by message id: %+v", out)
 		}
 	}
 	for range 2 {
-		if err := s.DropWAMIDIndex(ctx); err != nil {
+		if err := s.DropMessageIDIndex(ctx); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -669,14 +669,14 @@ func TestWAMIDIndexDroppedWhileSending(t *testing.T) {
 	}
 	var res []engine.Result
 	for _, j := range jobs {
-		res = append(res, engine.Result{Row: j.Row, Outcome: engine.OutcomeSent, WAMID: fmt.Sprint("w", j.Row), At: now})
+		res = append(res, engine.Result{Row: j.Row, Outcome: engine.OutcomeSent, MessageID: fmt.Sprint("w", j.Row), At: now})
 	}
 	if err := s.Record(ctx, res); err != nil {
 		t.Fatal(err)
 	}
 	found()
 	for range 2 {
-		if err := s.IndexWAMIDs(ctx); err != nil {
+		if err := s.IndexMessageIDs(ctx); err != nil {
 			t.Fatal(err)
 		}
 	}

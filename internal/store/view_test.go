@@ -62,7 +62,7 @@ func TestViewBesideTheWriter(t *testing.T) {
 			t.Fatalf("claimed %d rows, want 2", len(jobs))
 		}
 		if err := s.Record(ctx, []engine.Result{
-			{Row: jobs[0].Row, Outcome: engine.OutcomeSent, WAMID: "wamid.1", At: now},
+			{Row: jobs[0].Row, Outcome: engine.OutcomeSent, MessageID: "wamid.1", At: now},
 			{Row: jobs[1].Row, Outcome: engine.OutcomeFailed, Code: 131026, Title: "Message undeliverable", At: now},
 		}); err != nil {
 			t.Fatalf("record beside a view: %v", err)

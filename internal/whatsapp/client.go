@@ -118,7 +118,7 @@ func NewRequest(m campaign.Message, name, lang string, mp *template.Mapping) Req
 		RecipientType:    "individual",
 		To:               m.To,
 		Type:             "template",
-		CallbackData:     m.CallbackData,
+		CallbackData:     m.Ref.String(),
 		Template: Template{
 			Name:     name,
 			Language: Language{Policy: "deterministic", Code: lang},

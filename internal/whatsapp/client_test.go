@@ -19,7 +19,7 @@ import (
 
 var msg = campaign.Message{
 	Row: 7, From: "106540352242922", To: "+447700900123",
-	Params: []string{"Jessica", "WELCOME25"}, CallbackData: "bulksend:abc:7",
+	Params: []string{"Jessica", "WELCOME25"}, Ref: campaign.Ref{Campaign: "abc", Row: 7},
 }
 
 func TestRequestConformsToOpenAPI(t *testing.T) {
@@ -64,7 +64,7 @@ func TestSendWire(t *testing.T) {
 	if path != "/v23.0/106540352242922/messages" || auth != "Bearer tok" {
 		t.Fatalf("path %q auth %q", path, auth)
 	}
-	if got.CallbackData != msg.CallbackData || got.Template.Components[0].Parameters[1].Text != "WELCOME25" || got.To != msg.To {
+	if got.CallbackData != msg.Ref.String() || got.Template.Components[0].Parameters[1].Text != "WELCOME25" || got.To != msg.To {
 		t.Fatalf("request = %+v", got)
 	}
 }
@@ -341,7 +341,7 @@ func TestSendAPI(t *testing.T) {
 			if _, has := body["message_activity_sharing"]; has {
 				t.Errorf("the request shares message activity: %v", body)
 			}
-			if body["biz_opaque_callback_data"] != msg.CallbackData || body["to"] != msg.To {
+			if body["biz_opaque_callback_data"] != msg.Ref.String() || body["to"] != msg.To {
 				t.Errorf("body %v lacks the message's fields", body)
 			}
 		})

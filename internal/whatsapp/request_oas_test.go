@@ -157,7 +157,7 @@ func TestRequestComponentsConformToOpenAPI(t *testing.T) {
 				t.Fatalf("Validate: %s", why)
 			}
 			msg := campaign.Message{Row: 3, From: "106540352242922", To: "+447700900123",
-				Params: tt.cells, CallbackData: "bulksend:abc:3"}
+				Params: tt.cells, Ref: campaign.Ref{Campaign: "abc", Row: 3}}
 			body, err := json.Marshal(whatsapp.NewRequest(msg, def.Name, def.Language, m))
 			if err != nil {
 				t.Fatal(err)

@@ -137,7 +137,7 @@ func TestSendEachKindThroughSandbox(t *testing.T) {
 			mu.Lock()
 			bodies = nil
 			mu.Unlock()
-			msg := campaign.Message{Row: 1, From: "106540352242922", To: "+447400123456", Params: tc.cells, CallbackData: "bulksend:t:1"}
+			msg := campaign.Message{Row: 1, From: "106540352242922", To: "+447400123456", Params: tc.cells, Ref: campaign.Ref{Campaign: "t", Row: 1}}
 			if _, err := sender.Send(context.Background(), msg); err != nil {
 				t.Fatalf("the sandbox refused the request: %v", err)
 			}

@@ -30,7 +30,7 @@ type State struct {
 	Attempts    int
 	NextAt      time.Time
 	AttemptedAt time.Time
-	WAMID       string
+	MessageID   string
 	Held        bool // sent, held back by the provider
 	Code        int
 	Title       string
@@ -99,7 +99,7 @@ func (m *Memory) Record(ctx context.Context, results []engine.Result) error {
 		s := &m.rows[i]
 		switch r.Outcome {
 		case engine.OutcomeSent:
-			s.Status, s.WAMID, s.Held, s.Code, s.Title = campaign.Sent, r.WAMID, r.Held, 0, ""
+			s.Status, s.MessageID, s.Held, s.Code, s.Title = campaign.Sent, r.MessageID, r.Held, 0, ""
 		case engine.OutcomeFailed:
 			s.Status, s.Code, s.Title, s.Reason = campaign.Failed, r.Code, r.Title, r.Reason
 			if r.Throttled {

@@ -16,7 +16,7 @@ import (
 type Open func(t *testing.T, rows []Row) (engine.Checkpoint, Probe)
 
 // Probe reads a checkpoint's rows back, for the suite's checks: Memory is
-// one. State need only fill Status, Attempts, WAMID, Code, Title and
+// one. State need only fill Status, Attempts, MessageID, Code, Title and
 // Throttles.
 type Probe interface {
 	Counts() campaign.Counts
@@ -87,7 +87,7 @@ func CheckpointSuite(t *testing.T, open Open) {
 		cp, probe := open(t, Rows(1, 5, "A"))
 		claim(t, cp, "A", now, 5)
 		record(t, cp,
-			engine.Result{Row: 1, Outcome: engine.OutcomeSent, WAMID: "wamid.1", At: now},
+			engine.Result{Row: 1, Outcome: engine.OutcomeSent, MessageID: "wamid.1", At: now},
 			engine.Result{Row: 2, Outcome: engine.OutcomeFailed, Code: 131026, Title: "Message undeliverable", At: now},
 			engine.Result{Row: 3, Outcome: engine.OutcomeRetry, Code: 131000, Title: "Something went wrong", NextAt: now.Add(time.Hour), At: now},
 			engine.Result{Row: 4, Outcome: engine.OutcomeInDoubt, Title: "timeout", At: now},
@@ -98,16 +98,16 @@ func CheckpointSuite(t *testing.T, open Open) {
 			t.Fatalf("counts = %+v, want %+v", c, want)
 		}
 		for _, w := range []State{
-			{Row: Row{Row: 1}, Status: campaign.Sent, Attempts: 1, WAMID: "wamid.1"},
+			{Row: Row{Row: 1}, Status: campaign.Sent, Attempts: 1, MessageID: "wamid.1"},
 			{Row: Row{Row: 2}, Status: campaign.Failed, Attempts: 1, Code: 131026, Title: "Message undeliverable"},
 			{Row: Row{Row: 3}, Status: campaign.Pending, Attempts: 1, Code: 131000, Title: "Something went wrong"},
 			{Row: Row{Row: 4}, Status: campaign.InDoubt, Attempts: 1, Title: "timeout"},
 			{Row: Row{Row: 5}, Status: campaign.Pending, Attempts: 0},
 		} {
 			got, ok := probe.State(w.Row.Row)
-			if !ok || got.Status != w.Status || got.Attempts != w.Attempts || got.WAMID != w.WAMID || got.Code != w.Code || got.Title != w.Title {
+			if !ok || got.Status != w.Status || got.Attempts != w.Attempts || got.MessageID != w.MessageID || got.Code != w.Code || got.Title != w.Title {
 				t.Errorf("row %d = %s, %d attempts, %q #%d %q; want %s, %d, %q #%d %q", w.Row.Row,
-					got.Status, got.Attempts, got.WAMID, got.Code, got.Title, w.Status, w.Attempts, w.WAMID, w.Code, w.Title)
+					got.Status, got.Attempts, got.MessageID, got.Code, got.Title, w.Status, w.Attempts, w.MessageID, w.Code, w.Title)
 			}
 		}
 		// Only the released row is due now; the retry waits an hour.
@@ -148,10 +148,10 @@ func CheckpointSuite(t *testing.T, open Open) {
 	t.Run("a result for a row no longer sending changes nothing", func(t *testing.T) {
 		cp, probe := open(t, Rows(1, 2, "A"))
 		claim(t, cp, "A", now, 2)
-		record(t, cp, engine.Result{Row: 1, Outcome: engine.OutcomeSent, WAMID: "wamid.1", At: now})
+		record(t, cp, engine.Result{Row: 1, Outcome: engine.OutcomeSent, MessageID: "wamid.1", At: now})
 		record(t, cp,
-			engine.Result{Row: 1, Outcome: engine.OutcomeRelease, NextAt: now, At: now},     // settled
-			engine.Result{Row: 99, Outcome: engine.OutcomeSent, WAMID: "wamid.99", At: now}, // no such row
+			engine.Result{Row: 1, Outcome: engine.OutcomeRelease, NextAt: now, At: now},         // settled
+			engine.Result{Row: 99, Outcome: engine.OutcomeSent, MessageID: "wamid.99", At: now}, // no such row
 		)
 		if c := probe.Counts(); c.Sent != 1 || c.Sending != 1 || c.Pending != 0 {
 			t.Fatalf("counts = %+v: a late result moved a settled row", c)
@@ -194,7 +194,7 @@ func CheckpointSuite(t *testing.T, open Open) {
 			t.Fatalf("next due of any = %v %v %v: B's row is due already", due, ok, err)
 		}
 		claim(t, cp, "B", now, 1)
-		record(t, cp, engine.Result{Row: 3, Outcome: engine.OutcomeSent, WAMID: "w3", At: now})
+		record(t, cp, engine.Result{Row: 3, Outcome: engine.OutcomeSent, MessageID: "w3", At: now})
 		if _, ok, _ := cp.NextDue(ctx, "B"); ok {
 			t.Fatal("B has nothing pending but NextDue found a row")
 		}
@@ -226,7 +226,7 @@ func CheckpointSuite(t *testing.T, open Open) {
 						}
 						res := make([]engine.Result, len(jobs))
 						for i, j := range jobs {
-							res[i] = engine.Result{Row: j.Row, Outcome: engine.OutcomeSent, WAMID: fmt.Sprint("w", j.Row), At: now}
+							res[i] = engine.Result{Row: j.Row, Outcome: engine.OutcomeSent, MessageID: fmt.Sprint("w", j.Row), At: now}
 						}
 						if err := cp.Record(ctx, res); err != nil {
 							errs <- err

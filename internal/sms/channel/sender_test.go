@@ -53,6 +53,6 @@ func TestSenderConformance(t *testing.T) {
 		if cl.Text, err = smstext.New("Hi {{name}}", []string{"name"}); err != nil {
 			t.Fatal(err)
 		}
-		return cl, campaign.Message{Row: 1, From: from, To: "+12065550201", Params: []string{"Ana"}, CallbackData: "bulksend:c1:1"}
+		return cl, campaign.Message{Row: 1, From: from, To: "+12065550201", Params: []string{"Ana"}, Ref: campaign.Ref{Campaign: "c1", Row: 1}}
 	})
 }

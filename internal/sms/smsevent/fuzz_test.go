@@ -54,7 +54,7 @@ func FuzzReader(f *testing.F) {
 		}
 		for _, ev := range evs {
 			st := ev.status()
-			if st.WAMID == "" || !known(st.Status) || (st.Status == string(campaign.Failed)) != (st.ErrorReason != "") ||
+			if st.MessageID == "" || !known(st.Status) || (st.Status == string(campaign.Failed)) != (st.ErrorReason != "") ||
 				ev.Line < 1 || ev.Line > lines {
 				t.Fatalf("event %+v: status %+v", ev, st)
 			}

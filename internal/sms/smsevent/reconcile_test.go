@@ -38,7 +38,7 @@ func TestReconcile(t *testing.T) {
 		if err != nil || len(jobs) != 1 || jobs[0].Row != row {
 			t.Fatalf("claim row %d: %+v %v", row, jobs, err)
 		}
-		res := engine.Result{Row: row, Outcome: engine.OutcomeSent, WAMID: fmt.Sprint(msgID, row), At: at}
+		res := engine.Result{Row: row, Outcome: engine.OutcomeSent, MessageID: fmt.Sprint(msgID, row), At: at}
 		if row == 5 {
 			res = engine.Result{Row: row, Outcome: engine.OutcomeInDoubt, Title: "context deadline exceeded", At: at}
 		}
@@ -133,7 +133,7 @@ func rows(t *testing.T, st *store.Store) []string {
 	t.Helper()
 	var out []string
 	err := st.Export(context.Background(), func(r store.ExportRow) error {
-		out = append(out, fmt.Sprintf("%s %s %q %q %v", r.Status, r.WAMID, r.ErrorTitle, r.FailReason, pricing(r.Price)))
+		out = append(out, fmt.Sprintf("%s %s %q %q %v", r.Status, r.MessageID, r.ErrorTitle, r.FailReason, pricing(r.Price)))
 		return nil
 	})
 	if err != nil {

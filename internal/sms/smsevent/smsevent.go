@@ -30,7 +30,7 @@
 //	WAMID             messageId (required: a record without one is invalid)
 //	Sender            originationPhoneNumber
 //	Timestamp         eventTimestamp (Unix milliseconds; required)
-//	CallbackData      "bulksend:" + context.bulksend, "" when absent or empty
+//	Ref               context.bulksend ("<campaign>:<row>"), zero when absent or not bulksend's
 //	                  (bulksend sends Context {"bulksend": "<campaign>:<row>"})
 //	Price             Parts: totalMessageParts (0 when absent); Charge:
 //	                  totalMessagePrice + totalCarrierFee, nil when neither is given

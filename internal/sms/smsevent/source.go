@@ -68,7 +68,7 @@ func (ev Event) status() reconcile.Status {
 		}
 	}
 	s := reconcile.Status{
-		WAMID:     ev.MessageID,
+		MessageID: ev.MessageID,
 		Status:    string(o.status),
 		Timestamp: ev.Timestamp,
 		Sender:    ev.Origination,
@@ -80,9 +80,7 @@ func (ev Event) status() reconcile.Status {
 	if final {
 		s.Price.Parts = ev.Parts
 	}
-	if ev.Bulksend != "" {
-		s.CallbackData = "bulksend:" + ev.Bulksend
-	}
+	s.Ref, _ = campaign.ParseRefKey(ev.Bulksend)
 	if o.status == campaign.Failed {
 		s.ErrorTitle, s.ErrorReason = ev.Type, o.reason
 		if ev.StatusDescription != "" {

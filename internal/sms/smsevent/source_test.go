@@ -53,8 +53,8 @@ func TestStatus(t *testing.T) {
 			ev := base
 			ev.Type, ev.IsFinal = tc.typ, tc.final
 			want := reconcile.Status{
-				WAMID: ev.MessageID, Status: string(tc.status), Timestamp: ev.Timestamp,
-				CallbackData: "bulksend:spring-2026:7", Sender: "+12065550152",
+				MessageID: ev.MessageID, Status: string(tc.status), Timestamp: ev.Timestamp,
+				Ref: campaign.Ref{Campaign: "spring-2026", Row: 7}, Sender: "+12065550152",
 			}
 			if tc.status == campaign.Failed {
 				want.ErrorTitle, want.ErrorReason = tc.typ+": Carrier unreachable", tc.reason
@@ -95,7 +95,7 @@ func TestStatusDetails(t *testing.T) {
 			if tc.mod != nil {
 				tc.mod(&ev)
 			}
-			want := reconcile.Status{WAMID: "m1", Status: "delivered", Timestamp: ms(1)}
+			want := reconcile.Status{MessageID: "m1", Status: "delivered", Timestamp: ms(1)}
 			if tc.want != nil {
 				tc.want(&want)
 			}
@@ -106,33 +106,33 @@ func TestStatusDetails(t *testing.T) {
 	}
 }
 
-// TestCallbackData: the context bulksend sends, {"bulksend": "<campaign>:<row>"},
-// comes back as callback data that campaign.ParseCallbackData reads as
-// the same campaign and row, which is how reconcile matches a row.
-func TestCallbackData(t *testing.T) {
+// TestRef: the context bulksend sends, {"bulksend": "<campaign>:<row>"},
+// comes back as the same campaign and row, which is how reconcile matches
+// a row.
+func TestRef(t *testing.T) {
 	for _, tc := range []struct {
 		id  string
 		row int64
 	}{
 		{"spring-2026", 1}, {"01J9ZK3X8W2Q", 2_000_000}, {"café \"☕\"", 42},
 	} {
-		sent := strings.TrimPrefix(campaign.CallbackData(tc.id, tc.row), "bulksend:") // the Context value
+		want := campaign.Ref{Campaign: tc.id, Row: tc.row}
+		sent := want.Key() // the Context value
 		rec := minimal(`"context":{"bulksend":` + quote(sent) + `}`)
 		st, err := Statuses(NewReader(strings.NewReader(rec))).Next()
 		if err != nil {
 			t.Fatal(err)
 		}
-		id, row, ok := campaign.ParseCallbackData(st.CallbackData)
-		if !ok || id != tc.id || row != tc.row {
-			t.Errorf("%q, %d: callback data %q reads as %q, %d, %v", tc.id, tc.row, st.CallbackData, id, row, ok)
+		if st.Ref != want {
+			t.Errorf("%q, %d: context %q reads as %+v", tc.id, tc.row, sent, st.Ref)
 		}
 	}
 	// Without bulksend's context a status is matched by its message ID.
 	for _, ctx := range []string{"", `,"context":{}`, `,"context":{"bulksend":""}`, `,"context":{"account":"bar"}`} {
 		rec := strings.TrimSuffix(minimal(), "}") + ctx + "}"
 		st, err := Statuses(NewReader(strings.NewReader(rec))).Next()
-		if err != nil || st.CallbackData != "" {
-			t.Errorf("%s: callback data %q, %v", rec, st.CallbackData, err)
+		if err != nil || !st.Ref.IsZero() {
+			t.Errorf("%s: ref %+v, %v", rec, st.Ref, err)
 		}
 	}
 }
@@ -164,10 +164,10 @@ func TestStatuses(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if st.WAMID == "" || !known(st.Status) {
+		if st.MessageID == "" || !known(st.Status) {
 			t.Errorf("status %+v", st)
 		}
-		got = append(got, st.Status+" "+st.ErrorReason+" "+st.CallbackData)
+		got = append(got, st.Status+" "+st.ErrorReason+" "+st.Ref.String())
 	}
 	want := []string{
 		"sent  bulksend:spring-2026:1", "delivered  bulksend:spring-2026:1",

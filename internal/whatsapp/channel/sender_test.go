@@ -36,7 +36,7 @@ func TestSenderConformance(t *testing.T) {
 		}
 		c := &whatsapp.Client{BaseURL: url, Version: whatsapp.DefaultVersion, Token: token, Timeout: timeout,
 			HTTP: whatsapp.NewHTTPClient(1), TemplateName: "welcome", TemplateLang: "en_US"}
-		return c, campaign.Message{Row: 1, From: "1000001", To: "+447400123456", Params: []string{"Ana", "A1"}, CallbackData: "bulksend:c1:1"}
+		return c, campaign.Message{Row: 1, From: "1000001", To: "+447400123456", Params: []string{"Ana", "A1"}, Ref: campaign.Ref{Campaign: "c1", Row: 1}}
 	})
 }
 

@@ -336,7 +336,7 @@ func checkReconcile(t *testing.T, st Status) {
 	if capped := st.Status == "failed" && st.ErrorCode == 131049; capped != (rs.ErrorReason == campaign.FailMarketingCap) || !capped && rs.ErrorReason != "" {
 		t.Fatalf("status %q code %d has reason %q", st.Status, st.ErrorCode, rs.ErrorReason)
 	}
-	if rs.WAMID != st.WAMID || rs.Status != st.Status || rs.Sender != st.PhoneNumberID || rs.ErrorCode != st.ErrorCode {
+	if rs.MessageID != st.WAMID || rs.Status != st.Status || rs.Sender != st.PhoneNumberID || rs.ErrorCode != st.ErrorCode {
 		t.Fatalf("%+v reads as %+v", st, rs)
 	}
 }

@@ -102,7 +102,7 @@ func TestStatusesForReconcile(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := reconcile.Status{WAMID: "wamid.1", Status: in.Status, Timestamp: t0, CallbackData: "bulksend:c:1", Sender: pnid,
+			want := reconcile.Status{MessageID: "wamid.1", Status: in.Status, Timestamp: t0, Ref: campaign.Ref{Campaign: "c", Row: 1}, Sender: pnid,
 				ErrorCode: in.ErrorCode, ErrorTitle: in.ErrorTitle, ErrorReason: tt.reason, Price: tt.price}
 			if in.Pricing == (Pricing{}) && (in.Status == "sent" || in.Status == "delivered") {
 				t.Fatal("the test needs a pricing for a sent or delivered status: Body adds one")

@@ -29,7 +29,7 @@ const codeMarketingCap = 131049
 // not say.
 func (st Status) reconcile() reconcile.Status {
 	rs := reconcile.Status{
-		WAMID: st.WAMID, Status: st.Status, Timestamp: st.Timestamp, CallbackData: st.CallbackData,
+		MessageID: st.WAMID, Status: st.Status, Timestamp: st.Timestamp, Ref: ref(st.CallbackData),
 		Sender: st.PhoneNumberID, ErrorCode: st.ErrorCode, ErrorTitle: st.ErrorTitle,
 		Price: campaign.Pricing{Category: st.Pricing.Category, Type: st.Pricing.Type},
 	}
@@ -41,4 +41,11 @@ func (st Status) reconcile() reconcile.Status {
 		rs.ErrorReason = campaign.FailMarketingCap
 	}
 	return rs
+}
+
+// ref is the row bulksend attached to the message as its callback data;
+// zero for data bulksend did not write.
+func ref(callbackData string) campaign.Ref {
+	r, _ := campaign.ParseRef(callbackData)
+	return r
 }
