@@ -90,6 +90,7 @@ var thirdParty = map[string][]string{
 	"github.com/mattn/go-sqlite3":            {"internal/store"},
 	"github.com/aws/":                        {"internal/sms"},
 	"github.com/spf13/cobra":                 {"internal/cli"},
+	"github.com/spf13/pflag":                 {"internal/cli"}, // cobra's flags
 	"github.com/schollz/progressbar/":        {"internal/cli"},
 	"golang.org/x/term":                      {"internal/cli"},
 	"github.com/prometheus/":                 {"internal/metrics"},

@@ -336,30 +336,18 @@ func BucketsOf(c Counts, hardThrottled int64) Buckets {
 	}
 }
 
-// ThrottleBackoff returns the delay before try number try+1 of a row
-// throttled try times: full jitter over base·4^(try-1), at most max
-// (SMS: 2, 8, 32 and 128 s between its 5 tries; 256 s is reached only
-// with more). u is uniform in [0,1).
-func ThrottleBackoff(try int, base, max time.Duration, u float64) time.Duration {
+// Backoff is the delay before retry n (1-based) of a row: base·growth^(n-1),
+// at most max (none when max ≤ 0), times u, uniform in [0,1) for full
+// jitter, injected so that tests are exact (1: no jitter). The engine's
+// three waits are this: transient errors double (growth 2), throttled SMS
+// rows quadruple (2, 8, 32, 128 s between 5 tries), and a pair-limited
+// row waits 4^(n-1) s without jitter, as Meta advises.
+func Backoff(n int, base, max time.Duration, growth int, u float64) time.Duration {
 	d := base
-	for i := 1; i < try && d < max; i++ {
-		d *= 4
+	for i := 1; i < n && (max <= 0 || d < max); i++ {
+		d *= time.Duration(growth)
 	}
-	if d > max {
-		d = max
-	}
-	return time.Duration(u * float64(d))
-}
-
-// Backoff returns the delay before retry number attempt (1-based) with
-// exponential growth and full jitter: uniform in [0, min(max, base·2^(n-1))].
-// u is a uniform random number in [0,1), injected so tests are exact.
-func Backoff(attempt int, base, max time.Duration, u float64) time.Duration {
-	d := base
-	for i := 1; i < attempt && d < max; i++ {
-		d *= 2
-	}
-	if d > max {
+	if max > 0 && d > max {
 		d = max
 	}
 	return time.Duration(u * float64(d))

@@ -24,6 +24,15 @@ func TestRefRoundTrip(t *testing.T) {
 	}
 }
 
+// A pair-limited row waits 4^(n-1) times the base, without jitter or cap.
+func TestBackoffPairLimit(t *testing.T) {
+	for n, want := range map[int]time.Duration{1: time.Second, 2: 4 * time.Second, 3: 16 * time.Second, 6: 1024 * time.Second} {
+		if got := Backoff(n, time.Second, 0, 4, 1); got != want {
+			t.Errorf("Backoff(%d, no cap, growth 4, no jitter) = %v, want %v", n, got, want)
+		}
+	}
+}
+
 func TestBackoffFullJitter(t *testing.T) {
 	base, max := 2*time.Second, 5*time.Minute
 	for _, tc := range []struct {
@@ -37,7 +46,7 @@ func TestBackoffFullJitter(t *testing.T) {
 		{30, 1, max},
 		{3, 0, 0},
 	} {
-		if got := Backoff(tc.attempt, base, max, tc.u); got != tc.want {
+		if got := Backoff(tc.attempt, base, max, 2, tc.u); got != tc.want {
 			t.Errorf("Backoff(%d, u=%v) = %v, want %v", tc.attempt, tc.u, got, tc.want)
 		}
 	}
@@ -72,11 +81,11 @@ func TestSendErrorUnwraps(t *testing.T) {
 
 func TestThrottleBackoff(t *testing.T) {
 	for try, want := range map[int]time.Duration{1: 2 * time.Second, 2: 8 * time.Second, 3: 32 * time.Second, 4: 128 * time.Second, 5: 256 * time.Second, 9: 256 * time.Second} {
-		if got := ThrottleBackoff(try, 2*time.Second, 256*time.Second, 1); got != want {
-			t.Errorf("ThrottleBackoff(%d) bound = %v, want %v", try, got, want)
+		if got := Backoff(try, 2*time.Second, 256*time.Second, 4, 1); got != want {
+			t.Errorf("Backoff(%d, growth 4) bound = %v, want %v", try, got, want)
 		}
-		if got := ThrottleBackoff(try, 2*time.Second, 256*time.Second, 0.5); got != want/2 {
-			t.Errorf("ThrottleBackoff(%d) at 0.5 = %v, want %v (full jitter)", try, got, want/2)
+		if got := Backoff(try, 2*time.Second, 256*time.Second, 4, 0.5); got != want/2 {
+			t.Errorf("Backoff(%d, growth 4) at 0.5 = %v, want %v (full jitter)", try, got, want/2)
 		}
 	}
 }

@@ -12,12 +12,14 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"regexp"
 	"runtime/pprof"
 	"strings"
 	"sync"
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/bulksend/bulksend/internal/csvin"
 	"github.com/bulksend/bulksend/internal/engine"
@@ -239,7 +241,7 @@ func apiHint(err error) string {
 		return ""
 	}
 	if h := adviser.Hint(); h != "" {
-		return h
+		return flagNames(h)
 	}
 	return "fix the cause above, then run the same command again to resume"
 }
@@ -368,3 +370,25 @@ func signalContext(parent context.Context, ios *IO, log *slog.Logger, words inte
 		})
 	}
 }
+
+// settingRef is a setting an adapter's hint names, {from}: adapters say
+// what is wrong, and only the command line knows which flag sets it.
+var settingRef = regexp.MustCompile(`\{([a-z][a-z-]*)\}`)
+
+// flagNames is an adapter's hint with the settings it names as the flags
+// that set them ({from} is --from); braces around anything else stay.
+func flagNames(hint string) string {
+	return settingRef.ReplaceAllStringFunc(hint, func(m string) string {
+		if name := m[1 : len(m)-1]; flagOfRun[name] {
+			return "--" + name
+		}
+		return m
+	})
+}
+
+// flagOfRun are the flags of bulksend run.
+var flagOfRun = func() map[string]bool {
+	names := map[string]bool{}
+	newRunCmd(nil, nil).Flags().VisitAll(func(f *pflag.Flag) { names[f.Name] = true })
+	return names
+}()

@@ -59,3 +59,18 @@ func TestTokenFileLineBreakInside(t *testing.T) {
 		t.Fatalf("readTokenFile = %q, %v; the spaces and line break around a token are trimmed", tok, err)
 	}
 }
+
+// An adapter's hint names settings, {from}; the command line names the
+// flags, and leaves other braces alone.
+func TestFlagNames(t *testing.T) {
+	for in, want := range map[string]string{
+		"check {from} and {region}":       "check --from and --region",
+		"placeholders are {{first_name}}": "placeholders are {{first_name}}",
+		"{not-a-flag} stays":              "{not-a-flag} stays",
+		"no braces":                       "no braces",
+	} {
+		if got := flagNames(in); got != want {
+			t.Errorf("flagNames(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -121,7 +121,7 @@ func smsWords(err error) error {
 	)
 	switch {
 	case errors.Is(err, sms.ErrNoRegion):
-		return usagef("e.g. --region us-east-1, or export AWS_REGION", "%w", err)
+		return usagef("e.g. --region us-east-1, or export AWS_REGION", "%w: pass --region or set AWS_REGION (or region in the AWS profile)", err)
 	case errors.As(err, &missing):
 		return usagef("a placeholder names a CSV column (any case): fix the text or the CSV's header; nothing was sent", "%w", err)
 	case errors.As(err, &syntax), errors.Is(err, smstext.ErrEmpty):

@@ -141,7 +141,7 @@ type Config struct {
 	MaxAttempts int     // default 5
 	// ThrottleTries: a row throttled this many times fails with
 	// campaign.FailThrottleExhausted, and each throttled try waits
-	// campaign.ThrottleBackoff (ThrottleBase, ThrottleMax) before the next
+	// campaign.Backoff (ThrottleBase, ThrottleMax, growth 4) before the next
 	// (SMS: 5 tries, 2 s to 256 s). 0: throttled rows are retried at once
 	// and without limit, the pacer alone slowing them (WhatsApp, whose
 	// numbers recover within seconds).
@@ -738,7 +738,7 @@ func (e *Engine) outcome(j Job, rc campaign.Receipt, err error, now time.Time) R
 				return r
 			}
 			e.retries.Add(1)
-			r.NextAt = now.Add(campaign.ThrottleBackoff(tries, e.cfg.ThrottleBase, e.cfg.ThrottleMax, e.cfg.Jitter()))
+			r.NextAt = now.Add(campaign.Backoff(tries, e.cfg.ThrottleBase, e.cfg.ThrottleMax, 4, e.cfg.Jitter()))
 		}
 	case campaign.SenderRested:
 		e.restSender(j.Sender, se)
@@ -749,7 +749,7 @@ func (e *Engine) outcome(j Job, rc campaign.Receipt, err error, now time.Time) R
 		r.Outcome, r.NextAt = OutcomeRelease, e.dueAfterRest(now)
 	case campaign.PairLimited:
 		// Meta: retry after 4^X seconds.
-		return e.retry(r, j, se, now.Add(time.Duration(math.Pow(4, float64(j.Attempts-1))*float64(e.cfg.PairBase))))
+		return e.retry(r, j, se, now.Add(campaign.Backoff(j.Attempts, e.cfg.PairBase, 0, 4, 1)))
 	case campaign.Transient:
 		// A lone error among accepted answers is the API's noise: waiting
 		// to retry it only makes a tail at the campaign's end. Common,
@@ -757,7 +757,7 @@ func (e *Engine) outcome(j Job, rc campaign.Receipt, err error, now time.Time) R
 		if calm {
 			return e.retry(r, j, se, now)
 		}
-		return e.retry(r, j, se, now.Add(campaign.Backoff(j.Attempts, e.cfg.BackoffBase, e.cfg.BackoffMax, e.cfg.Jitter())))
+		return e.retry(r, j, se, now.Add(campaign.Backoff(j.Attempts, e.cfg.BackoffBase, e.cfg.BackoffMax, 2, e.cfg.Jitter())))
 	case campaign.Permanent:
 		e.failed.Add(1)
 		r.Outcome, r.Reason = OutcomeFailed, se.Reason
@@ -767,7 +767,7 @@ func (e *Engine) outcome(j Job, rc campaign.Receipt, err error, now time.Time) R
 			e.setFatal(fmt.Errorf("%w: %d requests in a row could not be sent, the last: %v", ErrUnreachable, n, err))
 		}
 		r.Code, r.Title = 0, ""
-		r.Outcome, r.NextAt = OutcomeRelease, now.Add(campaign.Backoff(1, e.cfg.BackoffBase, e.cfg.BackoffMax, e.cfg.Jitter()))
+		r.Outcome, r.NextAt = OutcomeRelease, now.Add(campaign.Backoff(1, e.cfg.BackoffBase, e.cfg.BackoffMax, 2, e.cfg.Jitter()))
 	default: // Unanswered, or a class this engine does not know
 		e.inDoubt.Add(1)
 		r.Outcome = OutcomeInDoubt

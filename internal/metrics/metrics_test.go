@@ -272,7 +272,8 @@ func TestWriteFileAtomic(t *testing.T) {
 				}
 				b, err := os.ReadFile(path)
 				if errors.Is(err, os.ErrNotExist) {
-					continue // not written yet
+					time.Sleep(time.Millisecond) // not written yet
+					continue
 				}
 				if err != nil {
 					t.Error(err)
@@ -291,6 +292,9 @@ func TestWriteFileAtomic(t *testing.T) {
 					continue
 				}
 				parsed.Add(1)
+				// A reader that spins takes the writer's core on a 2-core
+				// machine: it reads every tenth of a millisecond.
+				time.Sleep(100 * time.Microsecond)
 			}
 		}()
 	}
@@ -306,6 +310,7 @@ func TestWriteFileAtomic(t *testing.T) {
 		if err := m.WriteFile(path); err != nil {
 			t.Fatal(err)
 		}
+		time.Sleep(time.Millisecond) // the readers see every file a few times
 	}
 	close(done)
 	wg.Wait()

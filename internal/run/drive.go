@@ -257,7 +257,7 @@ func (c *Campaign) seedLearned(ctx context.Context, cfg *engine.Config) error {
 					cfg.Learned = map[string]float64{}
 				}
 				cfg.Learned[s] = l
-				c.opts.Log.Info(fmt.Sprintf("number %s starts at %.0f/s, what run %d found it accepts; it is probed up to --rate %g", s, l, r.ID, cfg.Rate),
+				c.opts.Log.Info(fmt.Sprintf("number %s starts at %.0f/s, what run %d found it accepts; it is probed up to the rate %g", s, l, r.ID, cfg.Rate),
 					"sender", s, "learned_per_second", math.Round(l), "run", r.ID)
 			}
 		}

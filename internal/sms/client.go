@@ -62,9 +62,9 @@ type Options struct {
 	Timeout time.Duration
 }
 
-// ErrNoRegion is New's error when neither Options nor the AWS chain names
-// a region.
-var ErrNoRegion = errors.New("no AWS region: pass --region or set AWS_REGION (or region in the AWS profile)")
+// ErrNoRegion is New's error when neither Options nor the AWS chain
+// (AWS_REGION, the profile's region) names a region.
+var ErrNoRegion = errors.New("no AWS region")
 
 // The message types AWS takes (Client.MessageType).
 const (

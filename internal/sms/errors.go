@@ -140,8 +140,8 @@ const (
 // Hints shared by several rows.
 const (
 	hintCredentials = "check the AWS credentials in use: run `aws sts get-caller-identity` with the same environment; set AWS_PROFILE, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or run `aws sso login` for an SSO profile"
-	hintIdentity    = "the origination identity does not exist in this account and region: check --from (an E.164 number, a phone-… or pool-… ID, a sender ID, or the full ARN of a shared one) and --region against Phone numbers / Pools in the AWS End User Messaging SMS console"
-	hintMalformed   = "AWS refused the request's fields: check --from, --message-type (TRANSACTIONAL or PROMOTIONAL), --max-price (US dollars per message, e.g. 0.05), --ttl and --configuration-set"
+	hintIdentity    = "the origination identity does not exist in this account and region: check {from} (an E.164 number, a phone-… or pool-… ID, a sender ID, or the full ARN of a shared one) and {region} against Phone numbers / Pools in the AWS End User Messaging SMS console"
+	hintMalformed   = "AWS refused the request's fields: check {from}, {message-type} (TRANSACTIONAL or PROMOTIONAL), {max-price} (US dollars per message, e.g. 0.05), {ttl} and {configuration-set}"
 	hintProtect     = "a protect configuration blocks this destination: review its country rules and number overrides in the AWS End User Messaging SMS console (Protect configurations) if such messages should go"
 	hintExpired     = "the session credentials have expired: refresh them (`aws sso login` for an SSO profile, or new temporary credentials), then run the same command again"
 	hintSenderID    = "the sender ID cannot send to this destination's country (not registered there, or the country takes no sender IDs): register it for the country in the AWS End User Messaging SMS console (Sender IDs), or send such rows from a phone number"
@@ -159,47 +159,47 @@ var rules = []rule{
 	{typ: "TooManyRequestsException", class: throttled},
 
 	{typ: "ConflictException", reason: "DESTINATION_PHONE_NUMBER_OPTED_OUT", class: permanent, as: campaign.FailOptedOut,
-		hint: "the recipient opted out (replied STOP) of messages through the origination identity's opt-out list; --sync-opt-outs skips such rows before sending"},
+		hint: "the recipient opted out (replied STOP) of messages through the origination identity's opt-out list; {sync-opt-outs} skips such rows before sending"},
 	{typ: "ConflictException", reason: "DESTINATION_COUNTRY_BLOCKED_BY_PROTECT_CONFIGURATION", class: permanent, hint: hintProtect},
 	{typ: "ConflictException", reason: "DESTINATION_PHONE_NUMBER_BLOCKED_BY_PROTECT_NUMBER_OVERRIDE", class: permanent, hint: hintProtect},
 	{typ: "ConflictException", reason: "NO_ORIGINATION_IDENTITIES_FOUND", class: fatal,
-		hint: "no origination identity in --from can send this message (country, message type or capability): check --from and --message-type against Phone numbers / Pools in the AWS End User Messaging SMS console"},
+		hint: "no origination identity in {from} can send this message (country, message type or capability): check {from} and {message-type} against Phone numbers / Pools in the AWS End User Messaging SMS console"},
 	{typ: "ConflictException", reason: "MESSAGE_TYPE_MISMATCH", class: fatal,
-		hint: "the origination identity is not registered for this message type: set --message-type to its type (TRANSACTIONAL or PROMOTIONAL) as shown in the AWS End User Messaging SMS console"},
+		hint: "the origination identity is not registered for this message type: set {message-type} to its type (TRANSACTIONAL or PROMOTIONAL) as shown in the AWS End User Messaging SMS console"},
 	{typ: "ConflictException", reason: "KEYWORD_MISMATCH", class: fatal,
 		hint: "the origination identity requires a keyword it has not got registered (US short codes): check its keywords in the AWS End User Messaging SMS console"},
 	{typ: "ConflictException", reason: "DESTINATION_PHONE_NUMBER_NOT_VERIFIED", class: fatal,
 		hint: "the account is in the SMS sandbox, which sends only to verified destination numbers: request production access in the AWS End User Messaging SMS console (Account settings)"},
 	{typ: "ConflictException", reason: "NUMBER_CAPABILITIES_MISMATCH", class: fatal,
-		hint: "the origination identity cannot send SMS: choose one with the SMS capability for --from"},
+		hint: "the origination identity cannot send SMS: choose one with the SMS capability for {from}"},
 	{typ: "ConflictException", reason: "RESOURCE_NOT_ACTIVE", class: fatal,
-		hint: "the resource is not active: check the status of --from and --configuration-set in the AWS End User Messaging SMS console"},
+		hint: "the resource is not active: check the status of {from} and {configuration-set} in the AWS End User Messaging SMS console"},
 	{typ: "ConflictException", class: fatal,
-		hint: "AWS refused the send because of the state of a resource (see the reason): check --from and --configuration-set in the AWS End User Messaging SMS console"},
+		hint: "AWS refused the send because of the state of a resource (see the reason): check {from} and {configuration-set} in the AWS End User Messaging SMS console"},
 
 	// A ValidationException about the destination number alone is that
 	// row's. Field names are not in the SDK: matched case-insensitively.
 	{typ: "ValidationException", field: "DestinationPhoneNumber", class: permanent, as: "invalid_destination_phone_number",
 		hint: "AWS refused the destination phone number"},
 	{typ: "ValidationException", reason: "PRICE_OVER_THRESHOLD", class: permanent,
-		hint: "a message to this destination (all its parts) costs more than --max-price: raise it to send such rows"},
+		hint: "a message to this destination (all its parts) costs more than {max-price}: raise it to send such rows"},
 	{typ: "ValidationException", reason: "DESTINATION_COUNTRY_BLOCKED", class: permanent,
 		hint: "sending to this destination's country is blocked for the account: allow the country in the AWS End User Messaging SMS console if such messages should go"},
 	{typ: "ValidationException", reason: "INVALID_IDENTITY_FOR_DESTINATION_COUNTRY", class: permanent,
-		hint: "the origination identity cannot send to this destination's country: use a pool or a number registered for it in --from"},
+		hint: "the origination identity cannot send to this destination's country: use a pool or a number registered for it in {from}"},
 	{typ: "ValidationException", reason: "INTERNATIONAL_SENDING_NOT_SUPPORTED", class: permanent,
-		hint: "the origination identity sends only within its own country: use a pool or a number of the destination's country in --from"},
+		hint: "the origination identity sends only within its own country: use a pool or a number of the destination's country in {from}"},
 	{typ: "ValidationException", reason: "SENDER_ID_NOT_REGISTERED", class: permanent, hint: hintSenderID},
 	{typ: "ValidationException", reason: "SENDER_ID_REQUIRES_REGISTRATION", class: permanent, hint: hintSenderID},
 	{typ: "ValidationException", reason: "SENDER_ID_NOT_SUPPORTED", class: permanent, hint: hintSenderID},
 	{typ: "ValidationException", reason: "MAXIMUM_SIZE_EXCEEDED", class: permanent,
 		hint: "this row's rendered body is over AWS's limit (1,530 GSM-7 or 630 UCS-2 characters): shorten the text or the row's values"},
 	{typ: "ValidationException", reason: "INVALID_ARN", class: fatal,
-		hint: "an ARN in the request is malformed: check --from and --configuration-set"},
+		hint: "an ARN in the request is malformed: check {from} and {configuration-set}"},
 	{typ: "ValidationException", reason: "RESOURCE_NOT_ACCESSIBLE", class: fatal,
-		hint: "the origination identity or configuration set belongs to another account and is not shared with this one: share it through AWS RAM, or check --from, --configuration-set and the credentials in use"},
+		hint: "the origination identity or configuration set belongs to another account and is not shared with this one: share it through AWS RAM, or check {from}, {configuration-set} and the credentials in use"},
 	{typ: "ValidationException", reason: "CHANNEL_NOT_ENABLED", class: fatal,
-		hint: "the SMS channel is not enabled for the origination identity: check --from's capabilities in the AWS End User Messaging SMS console"},
+		hint: "the SMS channel is not enabled for the origination identity: check {from}'s capabilities in the AWS End User Messaging SMS console"},
 	{typ: "ValidationException", reason: "COUNTRY_NOT_ENABLED", class: fatal,
 		hint: "a country involved is not enabled for the account: see the message, and the account's country settings in the AWS End User Messaging SMS console"},
 	{typ: "ValidationException", class: fatal, hint: hintMalformed},
@@ -214,17 +214,17 @@ var rules = []rule{
 	{typ: "AccessDeniedException", reason: "INSUFFICIENT_ACCOUNT_REPUTATION", class: fatal,
 		hint: "AWS restricted this account for its sending reputation: see the AWS End User Messaging SMS console and contact AWS Support"},
 	{typ: "AccessDeniedException", class: fatal,
-		hint: "the AWS identity in use may not send (sms-voice:SendTextMessage on --from and --configuration-set): check its IAM policy; `aws sts get-caller-identity` shows which identity it is"},
+		hint: "the AWS identity in use may not send (sms-voice:SendTextMessage on {from} and {configuration-set}): check its IAM policy; `aws sts get-caller-identity` shows which identity it is"},
 
 	{typ: "ResourceNotFoundException", resource: "phone-number", class: fatal, hint: hintIdentity},
 	{typ: "ResourceNotFoundException", resource: "sender-id", class: fatal, hint: hintIdentity},
 	{typ: "ResourceNotFoundException", resource: "pool", class: fatal, hint: hintIdentity},
 	{typ: "ResourceNotFoundException", resource: "configuration-set", class: fatal,
-		hint: "the configuration set does not exist in this account and region: check --configuration-set and --region against Configuration sets in the AWS End User Messaging SMS console"},
+		hint: "the configuration set does not exist in this account and region: check {configuration-set} and {region} against Configuration sets in the AWS End User Messaging SMS console"},
 	{typ: "ResourceNotFoundException", resource: "opt-out-list", class: fatal,
-		hint: "the opt-out list does not exist in this account and region: check --region and the origination identity's opt-out list in the AWS End User Messaging SMS console"},
+		hint: "the opt-out list does not exist in this account and region: check {region} and the origination identity's opt-out list in the AWS End User Messaging SMS console"},
 	{typ: "ResourceNotFoundException", class: fatal,
-		hint: "a resource the request names does not exist in this account and region: check --from, --configuration-set and --region"},
+		hint: "a resource the request names does not exist in this account and region: check {from}, {configuration-set} and {region}"},
 
 	// AWS's generic authentication answers.
 	{typ: "UnrecognizedClientException", class: fatal, hint: "the access key ID or session token is not valid: " + hintCredentials},
@@ -239,9 +239,9 @@ var rules = []rule{
 	{typ: "RequestExpired", class: fatal, hint: "this machine's clock is more than 5 minutes off AWS's: set it (NTP), then run the same command again"},
 	{typ: "MissingAuthenticationTokenException", class: fatal, hint: "the request carried no credentials: " + hintCredentials},
 	{typ: "MissingAuthenticationToken", class: fatal, hint: "the request carried no credentials: " + hintCredentials},
-	{typ: "OptInRequired", class: fatal, hint: "the account is not subscribed to AWS End User Messaging SMS in this region: check --region and the account"},
+	{typ: "OptInRequired", class: fatal, hint: "the account is not subscribed to AWS End User Messaging SMS in this region: check {region} and the account"},
 	{typ: "UnknownOperationException", class: fatal,
-		hint: "the endpoint does not serve the AWS End User Messaging SMS v2 API: check --endpoint-url, AWS_ENDPOINT_URL and AWS_ENDPOINT_URL_PINPOINT_SMS_VOICE_V2"},
+		hint: "the endpoint does not serve the AWS End User Messaging SMS v2 API: check {endpoint-url}, AWS_ENDPOINT_URL and AWS_ENDPOINT_URL_PINPOINT_SMS_VOICE_V2"},
 
 	// May have been accepted: in doubt (SendTextMessage has no
 	// idempotency token).
@@ -254,7 +254,7 @@ var rules = []rule{
 }
 
 // unknownHint is for a 4xx answer the table does not know.
-const unknownHint = "the endpoint answered with an error this version of bulksend does not know (see above): check --endpoint-url and --region; if it is AWS's, fix the cause it names"
+const unknownHint = "the endpoint answered with an error this version of bulksend does not know (see above): check {endpoint-url} and {region}; if it is AWS's, fix the cause it names"
 
 // rule finds e's row of the table; answers it has none for are classed
 // by HTTP status: 5xx, 408 and a 2xx bulksend could not read may have

@@ -65,35 +65,35 @@ func TestClassification(t *testing.T) {
 		{"too many requests", awsErr(429, "TooManyRequestsException"), T, "", "", ""},
 
 		{"opted out", awsErr(400, "ConflictException", "Reason", "DESTINATION_PHONE_NUMBER_OPTED_OUT", "ResourceType", "opted-out-number", "ResourceId", "+447700900123"),
-			P, "ConflictException: DESTINATION_PHONE_NUMBER_OPTED_OUT", campaign.FailOptedOut, "--sync-opt-outs"},
+			P, "ConflictException: DESTINATION_PHONE_NUMBER_OPTED_OUT", campaign.FailOptedOut, "{sync-opt-outs}"},
 		{"country blocked by protect", awsErr(400, "ConflictException", "Reason", "DESTINATION_COUNTRY_BLOCKED_BY_PROTECT_CONFIGURATION"),
 			P, "ConflictException: DESTINATION_COUNTRY_BLOCKED_BY_PROTECT_CONFIGURATION", "destination_country_blocked_by_protect_configuration", "Protect configurations"},
 		{"number blocked by protect override", awsErr(400, "ConflictException", "Reason", "DESTINATION_PHONE_NUMBER_BLOCKED_BY_PROTECT_NUMBER_OVERRIDE"),
 			P, "", "destination_phone_number_blocked_by_protect_number_override", "Protect configurations"},
-		{"no origination identity", awsErr(400, "ConflictException", "Reason", "NO_ORIGINATION_IDENTITIES_FOUND"), F, "ConflictException: NO_ORIGINATION_IDENTITIES_FOUND", "", "--from"},
-		{"message type mismatch", awsErr(400, "ConflictException", "Reason", "MESSAGE_TYPE_MISMATCH"), F, "", "", "--message-type"},
+		{"no origination identity", awsErr(400, "ConflictException", "Reason", "NO_ORIGINATION_IDENTITIES_FOUND"), F, "ConflictException: NO_ORIGINATION_IDENTITIES_FOUND", "", "{from}"},
+		{"message type mismatch", awsErr(400, "ConflictException", "Reason", "MESSAGE_TYPE_MISMATCH"), F, "", "", "{message-type}"},
 		{"keyword mismatch", awsErr(400, "ConflictException", "Reason", "KEYWORD_MISMATCH"), F, "", "", "keyword"},
 		{"sandbox account", awsErr(400, "ConflictException", "Reason", "DESTINATION_PHONE_NUMBER_NOT_VERIFIED"), F, "", "", "production access"},
-		{"no SMS capability", awsErr(400, "ConflictException", "Reason", "NUMBER_CAPABILITIES_MISMATCH"), F, "", "", "--from"},
+		{"no SMS capability", awsErr(400, "ConflictException", "Reason", "NUMBER_CAPABILITIES_MISMATCH"), F, "", "", "{from}"},
 		{"resource not active", awsErr(400, "ConflictException", "Reason", "RESOURCE_NOT_ACTIVE", "ResourceType", "configuration-set", "ResourceId", "bulk-events"),
 			F, "", "", "configuration-set bulk-events: "},
-		{"other conflict", awsErr(400, "ConflictException", "Reason", "OPT_OUT_LIST_MISMATCH"), F, "ConflictException: OPT_OUT_LIST_MISMATCH", "", "--configuration-set"},
+		{"other conflict", awsErr(400, "ConflictException", "Reason", "OPT_OUT_LIST_MISMATCH"), F, "ConflictException: OPT_OUT_LIST_MISMATCH", "", "{configuration-set}"},
 
 		{"invalid destination number", invalid("INVALID_PARAMETER", "DestinationPhoneNumber"), P, "ValidationException: INVALID_PARAMETER", "invalid_destination_phone_number", ""},
-		{"invalid fields beyond the destination", invalid("INVALID_PARAMETER", "DestinationPhoneNumber", "OriginationIdentity"), F, "", "", "--from"},
-		{"price over --max-price", invalid("PRICE_OVER_THRESHOLD"), P, "ValidationException: PRICE_OVER_THRESHOLD", "price_over_threshold", "--max-price"},
+		{"invalid fields beyond the destination", invalid("INVALID_PARAMETER", "DestinationPhoneNumber", "OriginationIdentity"), F, "", "", "{from}"},
+		{"price over --max-price", invalid("PRICE_OVER_THRESHOLD"), P, "ValidationException: PRICE_OVER_THRESHOLD", "price_over_threshold", "{max-price}"},
 		{"country blocked", invalid("DESTINATION_COUNTRY_BLOCKED"), P, "", "destination_country_blocked", ""},
-		{"identity wrong for the country", invalid("INVALID_IDENTITY_FOR_DESTINATION_COUNTRY"), P, "", "invalid_identity_for_destination_country", "--from"},
-		{"no international sending", invalid("INTERNATIONAL_SENDING_NOT_SUPPORTED"), P, "", "international_sending_not_supported", "--from"},
+		{"identity wrong for the country", invalid("INVALID_IDENTITY_FOR_DESTINATION_COUNTRY"), P, "", "invalid_identity_for_destination_country", "{from}"},
+		{"no international sending", invalid("INTERNATIONAL_SENDING_NOT_SUPPORTED"), P, "", "international_sending_not_supported", "{from}"},
 		{"sender ID not registered", invalid("SENDER_ID_NOT_REGISTERED"), P, "", "sender_id_not_registered", "Sender IDs"},
 		{"sender ID needs registration", invalid("SENDER_ID_REQUIRES_REGISTRATION"), P, "", "sender_id_requires_registration", "Sender IDs"},
 		{"sender ID not supported", invalid("SENDER_ID_NOT_SUPPORTED"), P, "", "sender_id_not_supported", "Sender IDs"},
 		{"body too long", invalid("MAXIMUM_SIZE_EXCEEDED"), P, "", "maximum_size_exceeded", "shorten"},
-		{"invalid ARN", invalid("INVALID_ARN"), F, "", "", "--from"},
+		{"invalid ARN", invalid("INVALID_ARN"), F, "", "", "{from}"},
 		{"resource of another account", invalid("RESOURCE_NOT_ACCESSIBLE"), F, "", "", "AWS RAM"},
-		{"channel not enabled", invalid("CHANNEL_NOT_ENABLED"), F, "", "", "--from"},
+		{"channel not enabled", invalid("CHANNEL_NOT_ENABLED"), F, "", "", "{from}"},
 		{"country not enabled", invalid("COUNTRY_NOT_ENABLED"), F, "", "", "country"},
-		{"other validation", invalid("MISSING_PARAMETER", "MessageBody"), F, "ValidationException: MISSING_PARAMETER", "", "--max-price"},
+		{"other validation", invalid("MISSING_PARAMETER", "MessageBody"), F, "ValidationException: MISSING_PARAMETER", "", "{max-price}"},
 
 		{"monthly spend limit", awsErr(400, "ServiceQuotaExceededException", "Reason", "MONTHLY_SPEND_LIMIT_REACHED_FOR_TEXT"), F,
 			"ServiceQuotaExceededException: MONTHLY_SPEND_LIMIT_REACHED_FOR_TEXT", "", "spend limit"},
@@ -105,12 +105,12 @@ func TestClassification(t *testing.T) {
 
 		{"unknown phone number", awsErr(400, "ResourceNotFoundException", "ResourceType", "phone-number", "ResourceId", "phone-0abc"), F,
 			"ResourceNotFoundException: phone-number", "", "phone-number phone-0abc: the origination identity does not exist"},
-		{"unknown sender ID", awsErr(400, "ResourceNotFoundException", "ResourceType", "sender-id", "ResourceId", "MYBRAND"), F, "", "", "--from"},
-		{"unknown pool", awsErr(400, "ResourceNotFoundException", "ResourceType", "pool", "ResourceId", "pool-1"), F, "", "", "--from"},
+		{"unknown sender ID", awsErr(400, "ResourceNotFoundException", "ResourceType", "sender-id", "ResourceId", "MYBRAND"), F, "", "", "{from}"},
+		{"unknown pool", awsErr(400, "ResourceNotFoundException", "ResourceType", "pool", "ResourceId", "pool-1"), F, "", "", "{from}"},
 		{"unknown configuration set", awsErr(400, "ResourceNotFoundException", "ResourceType", "configuration-set", "ResourceId", "bulk-evnts"), F,
 			"ResourceNotFoundException: configuration-set", "", "configuration-set bulk-evnts: the configuration set does not exist"},
 		{"unknown opt-out list", awsErr(400, "ResourceNotFoundException", "ResourceType", "opt-out-list", "ResourceId", "X"), F, "", "", "opt-out list"},
-		{"unknown other resource", awsErr(400, "ResourceNotFoundException", "ResourceType", "registration"), F, "", "", "--region"},
+		{"unknown other resource", awsErr(400, "ResourceNotFoundException", "ResourceType", "registration"), F, "", "", "{region}"},
 
 		{"unrecognized client", awsErr(400, "UnrecognizedClientException"), F, "UnrecognizedClientException", "", "AWS_PROFILE"},
 		{"invalid key ID", awsErr(403, "InvalidClientTokenId"), F, "", "", "AWS_ACCESS_KEY_ID"},
@@ -122,8 +122,8 @@ func TestClassification(t *testing.T) {
 		{"clock skew", awsErr(400, "RequestExpired"), F, "", "", "NTP"},
 		{"no credentials sent", awsErr(403, "MissingAuthenticationTokenException"), F, "", "", "AWS_ACCESS_KEY_ID"},
 		{"no credentials sent (generic)", awsErr(403, "MissingAuthenticationToken"), F, "", "", "AWS_ACCESS_KEY_ID"},
-		{"not subscribed", awsErr(403, "OptInRequired"), F, "", "", "--region"},
-		{"not this API", awsErr(400, "UnknownOperationException"), F, "", "", "--endpoint-url"},
+		{"not subscribed", awsErr(403, "OptInRequired"), F, "", "", "{region}"},
+		{"not this API", awsErr(400, "UnknownOperationException"), F, "", "", "{endpoint-url}"},
 
 		{"internal server error", awsErr(500, "InternalServerException", "RequestId", "rid-9"), U, "InternalServerException", "", ""},
 		{"internal failure", awsErr(500, "InternalFailure"), U, "", "", ""},
@@ -136,8 +136,8 @@ func TestClassification(t *testing.T) {
 		{"bare 502", ans{502, ""}, U, "HTTP 502", "", ""},
 		{"bare 504 from a proxy", ans{504, "<html>gateway timeout</html>"}, U, "HTTP 504", "", ""},
 		{"bare 429", ans{429, ""}, T, "HTTP 429", "", ""},
-		{"bare 403 from a proxy", ans{403, "<html>forbidden</html>"}, F, "HTTP 403", "", "--endpoint-url"},
-		{"unknown exception", awsErr(400, "BrandNewException"), F, "BrandNewException", "", "--endpoint-url"},
+		{"bare 403 from a proxy", ans{403, "<html>forbidden</html>"}, F, "HTTP 403", "", "{endpoint-url}"},
+		{"unknown exception", awsErr(400, "BrandNewException"), F, "BrandNewException", "", "{endpoint-url}"},
 		{"any 5xx is in doubt, whatever its type", invalid("INVALID_PARAMETER", "MessageBody"), U, "", "", ""},
 	}
 	cases[len(cases)-1].ans.status = 500
@@ -260,4 +260,19 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// Hints name the settings to check as {setting}, never a flag: the CLI
+// knows the flags.
+func TestHintsNameNoFlag(t *testing.T) {
+	for _, r := range rules {
+		if strings.Contains(r.hint, " --") || strings.HasPrefix(r.hint, "--") {
+			t.Errorf("hint of %s names a flag: %q", r.typ, r.hint)
+		}
+	}
+	for _, h := range []string{hintIdentity, hintMalformed, hintCredentials, hintExpired, unknownHint} {
+		if strings.Contains(h, " --") {
+			t.Errorf("hint names a flag: %q", h)
+		}
+	}
 }

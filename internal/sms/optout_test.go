@@ -90,7 +90,7 @@ func TestOptOutListUnknown(t *testing.T) {
 
 	_, err := c.OptOutList(context.Background(), "+12065550199")
 	var ie *IdentityError
-	if !errors.As(err, &ie) || ie.Identity != "+12065550199" || ie.Region != "us-east-1" || !strings.Contains(ie.Hint(), "--from") {
+	if !errors.As(err, &ie) || ie.Identity != "+12065550199" || ie.Region != "us-east-1" || !strings.Contains(ie.Hint(), "{from}") {
 		t.Fatalf("unknown E.164: err = %v, want an *IdentityError naming it and the region", err)
 	}
 

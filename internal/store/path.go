@@ -46,7 +46,7 @@ func Resolve(path string) (string, error) {
 	}
 	if fi, lerr := os.Lstat(abs); lerr == nil && fi.Mode()&fs.ModeSymlink != 0 {
 		target, _ := os.Readlink(abs)
-		return "", fmt.Errorf("checkpoint %q is a symbolic link to %q, which does not exist: remove the link or point --db at a real file", path, target)
+		return "", fmt.Errorf("checkpoint %q is a symbolic link to %q, which does not exist: remove the link, or name a real file", path, target)
 	}
 	dir, err := filepath.EvalSymlinks(filepath.Dir(abs))
 	if err != nil {

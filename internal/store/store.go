@@ -214,7 +214,7 @@ func foreign(path string) error {
 		mark(&err)
 		return fmt.Errorf("open checkpoint %q: %w", path, err)
 	case all > 0 && ours < 2:
-		return fmt.Errorf("%q: %w (a SQLite database of another program, left as it was): point --db at a CAMPAIGN.bulksend.db file or a new name", path, ErrNotCheckpoint)
+		return fmt.Errorf("%q: %w (a SQLite database of another program, left as it was)", path, ErrNotCheckpoint)
 	}
 	return nil
 }

@@ -265,7 +265,7 @@ func (ch *Channel) SyncOptOuts(ctx context.Context, c *run.Campaign) error {
 		return nil
 	}
 	if c.ReadOnly {
-		o.Log.Warn("--sync-opt-outs in a dry run of a campaign that exists: the next run applies it; the plan counts no opt-outs")
+		o.Log.Warn("opt-out lists are not read in a dry run of a campaign that exists: the next run applies them; the plan counts no opt-outs")
 		return nil
 	}
 	cl, stop, err := ch.client(ctx, c, false)

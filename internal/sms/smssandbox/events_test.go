@@ -270,7 +270,10 @@ func TestLate(t *testing.T) {
 	go func() {
 		done <- send(s, msg{DestinationPhoneNumber: "+12065551001", OriginationIdentity: "+12065550101", MessageBody: "x"})
 	}()
-	for s.Stats().Late < 2 {
+	for deadline := time.Now().Add(30 * time.Second); s.Stats().Late < 2; {
+		if time.Now().After(deadline) {
+			t.Fatalf("after 30 s the second late send has not reached its wait: stats %+v", s.Stats())
+		}
 		time.Sleep(time.Millisecond) // the send is on its way to its wait
 	}
 	s.Close()
