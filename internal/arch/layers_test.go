@@ -48,6 +48,7 @@ var classes = map[string]class{
 	"internal/whatsapp/sandbox": fake,
 	"internal/sms":              channel,
 	"internal/sms/smssandbox":   fake,
+	"internal/fake":             fake, // what the sandboxes share
 
 	"internal/store":   adapter,
 	"internal/csvin":   adapter,
@@ -187,6 +188,12 @@ func rules() []rule {
 				}
 				return false
 			},
+		},
+		{
+			name:   "only fakes import the fakes' plumbing",
+			from:   func(p string) bool { return inModule(p) && classOf(p) != fake },
+			deny:   func(_, dep string) bool { return under(dep, "internal/fake") },
+			direct: true,
 		},
 		{
 			name: "adapters and support know no channel, fake or run (but the command line, which wires them)",

@@ -1,11 +1,11 @@
 package smssandbox
 
 import (
-	"encoding/binary"
-	"hash/fnv"
 	"maps"
 	"slices"
 	"time"
+
+	"github.com/bulksend/bulksend/internal/fake"
 )
 
 // outcome is what becomes of a send that passed validation, ThrottleAlways
@@ -52,17 +52,7 @@ type rates struct {
 // ThrottleRate, InternalRate and LateRate partition one draw, so their sum
 // should not exceed 1.
 func draw(seed int64, dest string, ctx map[string]string, n int, r rates) fate {
-	h := fnv.New64a()
-	var b [8]byte
-	binary.LittleEndian.PutUint64(b[:], uint64(seed))
-	h.Write(b[:])
-	h.Write([]byte(dest))
-	h.Write([]byte{0})
-	h.Write([]byte(contextKey(ctx)))
-	h.Write([]byte{0})
-	binary.LittleEndian.PutUint64(b[:], uint64(n))
-	h.Write(b[:])
-	u := stream(h.Sum64())
+	u := fake.Draws(seed, []string{dest, contextKey(ctx)}, n)
 
 	var f fate
 	switch x := u(0); {
@@ -100,15 +90,3 @@ func contextKey(ctx map[string]string) string {
 
 // stream returns independent uniform numbers in [0, 1) derived from h: u(i)
 // is a splitmix64 step away from h, so adding a draw never shifts the others.
-func stream(h uint64) func(i uint64) float64 {
-	return func(i uint64) float64 {
-		return float64(splitmix64(h+i*0x9e3779b97f4a7c15)>>11) / (1 << 53)
-	}
-}
-
-func splitmix64(x uint64) uint64 {
-	x += 0x9e3779b97f4a7c15
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
-	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
-	return x ^ (x >> 31)
-}

@@ -38,6 +38,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/bulksend/bulksend/internal/fake"
 )
 
 // account is the AWS account id in ARNs.
@@ -363,15 +365,8 @@ func (s *Server) fail(w http.ResponseWriter, reqID string, e *apiError) {
 	writeError(w, reqID, e)
 }
 
-// latency draws an answer's delay. It uses the global generator: delays
-// are not part of a message's fate.
-func (s *Server) latency() time.Duration {
-	d := s.cfg.Latency
-	if s.cfg.Jitter > 0 {
-		d += time.Duration((2*rand.Float64() - 1) * float64(s.cfg.Jitter))
-	}
-	return max(d, 0)
-}
+// latency draws an answer's delay (fake.Latency).
+func (s *Server) latency() time.Duration { return fake.Latency(s.cfg.Latency, s.cfg.Jitter) }
 
 // LongestHold is the longest the server keeps an answer back on purpose:
 // the most latency can draw and a late answer's LateDelay. An http.Server
@@ -379,7 +374,7 @@ func (s *Server) latency() time.Duration {
 // WriteTimeout), or late answers are cut off instead of timing out at the
 // client.
 func (s *Server) LongestHold() time.Duration {
-	return max(s.cfg.Latency+max(s.cfg.Jitter, 0), 0) + s.lateDelay
+	return fake.LongestLatency(s.cfg.Latency, s.cfg.Jitter) + s.lateDelay
 }
 
 // delay waits d; it reports false if the client went away first. Close
@@ -405,8 +400,8 @@ func (s *Server) delay(ctx context.Context, d time.Duration) bool {
 func (s *Server) newID() string {
 	x := s.seq.Add(1)
 	var b [16]byte
-	binary.BigEndian.PutUint64(b[:8], splitmix64(s.nonce^x))
-	binary.BigEndian.PutUint64(b[8:], splitmix64(^s.nonce+x))
+	binary.BigEndian.PutUint64(b[:8], fake.Mix(s.nonce^x))
+	binary.BigEndian.PutUint64(b[8:], fake.Mix(^s.nonce+x))
 	b[6] = b[6]&0x0f | 0x40
 	b[8] = b[8]&0x3f | 0x80
 	h := hex.EncodeToString(b[:])

@@ -286,19 +286,19 @@ func (c *Channel) definition(ctx context.Context, name, lang, waba string) (sour
 		}
 		return source{}, &NeedTokenError{Template: name, WABA: waba}
 	}
-	cl := &whatsapp.Client{BaseURL: o.APIURL, Version: o.APIVersion, Token: o.Token, Timeout: c.readTimeout(), HTTP: whatsapp.NewHTTPClient(1)}
-	d, err := cl.Template(ctx, waba, name, lang)
+	d, err := c.reader().Template(ctx, waba, name, lang)
 	if err != nil {
 		return source{}, &TemplateReadError{WABA: waba, Err: err}
 	}
 	return source{def: &d, from: "WABA " + waba}, nil
 }
 
-// readTimeout bounds the preflight's reads (template, numbers). They are
-// not sends: a short request timeout, chosen to settle sends quickly in
-// doubt, must not fail them.
-func (c *Channel) readTimeout() time.Duration {
-	return max(c.o.RequestTimeout, 30*time.Second)
+// reader is the client of the reads before sending (the template, the
+// numbers), one at a time. They are not sends: a short request timeout,
+// chosen to settle sends quickly in doubt, must not fail them.
+func (c *Channel) reader() *whatsapp.Client {
+	return &whatsapp.Client{BaseURL: c.o.APIURL, Version: c.o.APIVersion, Token: c.o.Token,
+		Timeout: max(c.o.RequestTimeout, 30*time.Second), HTTP: whatsapp.NewHTTPClient(1)}
 }
 
 // MismatchError is a CSV that does not fit its template: the problems

@@ -78,7 +78,7 @@ func (ch *Channel) Preflight(ctx context.Context, c *run.Campaign) error {
 	if o.NoPreflight || !(c.DryRun() || needsPreflight(ctx, c.Store, c.Settings)) {
 		return nil
 	}
-	cl := &whatsapp.Client{BaseURL: o.APIURL, Version: o.APIVersion, Token: o.Token, Timeout: ch.readTimeout(), HTTP: whatsapp.NewHTTPClient(1)}
+	cl := ch.reader()
 	if o.Sandbox {
 		sb := sandbox.New(DemoSandbox())
 		srv, err := listen.Loopback(sb, listen.Sandbox(sb.LongestHold()), o.Log.With("listener", "sandbox"))

@@ -1,9 +1,9 @@
 package sandbox
 
 import (
-	"encoding/binary"
-	"hash/fnv"
 	"time"
+
+	"github.com/bulksend/bulksend/internal/fake"
 )
 
 // outcome is what the sandbox answers to a request that passed validation
@@ -54,17 +54,7 @@ type rates struct {
 // are never held (Meta paces marketing and utility templates), and only
 // marketing templates meet the per-user marketing cap.
 func draw(seed int64, to, cbd string, n int, r rates, category string) fate {
-	h := fnv.New64a()
-	var b [8]byte
-	binary.LittleEndian.PutUint64(b[:], uint64(seed))
-	h.Write(b[:])
-	h.Write([]byte(to))
-	h.Write([]byte{0})
-	h.Write([]byte(cbd))
-	h.Write([]byte{0})
-	binary.LittleEndian.PutUint64(b[:], uint64(n))
-	h.Write(b[:])
-	u := stream(h.Sum64())
+	u := fake.Draws(seed, []string{to, cbd}, n)
 
 	var f fate
 	switch x := u(0); {
@@ -129,19 +119,6 @@ const holdMax = 10 * time.Minute
 
 // stream returns independent uniform numbers in [0, 1) derived from h: u(i)
 // is a splitmix64 step away from h, so adding a draw never shifts the others.
-func stream(h uint64) func(i uint64) float64 {
-	return func(i uint64) float64 {
-		return float64(splitmix64(h+i*0x9e3779b97f4a7c15)>>11) / (1 << 53)
-	}
-}
-
-func splitmix64(x uint64) uint64 {
-	x += 0x9e3779b97f4a7c15
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
-	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
-	return x ^ (x >> 31)
-}
-
 // usMarketing makes f the fate of a marketing message to a US number:
 // accepted, sent, then failed 131049, whatever else was drawn.
 func (f *fate) usMarketing() {

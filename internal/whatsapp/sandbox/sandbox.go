@@ -48,6 +48,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/bulksend/bulksend/internal/fake"
 	"github.com/bulksend/bulksend/internal/whatsapp/template"
 )
 
@@ -834,15 +835,8 @@ func (s *Server) writeError(w http.ResponseWriter, f failure) {
 	w.Write(b)
 }
 
-// latency draws this answer's delay. It uses the global generator: delays
-// are not part of a message's fate.
-func (s *Server) latency() time.Duration {
-	d := s.cfg.Latency
-	if s.cfg.Jitter > 0 {
-		d += time.Duration((2*rand.Float64() - 1) * float64(s.cfg.Jitter))
-	}
-	return max(d, 0)
-}
+// latency draws an answer's delay (fake.Latency).
+func (s *Server) latency() time.Duration { return fake.Latency(s.cfg.Latency, s.cfg.Jitter) }
 
 // LongestHold is the longest the server keeps an answer back on purpose:
 // a request's arrival jitter, the most latency can draw and a late
@@ -850,7 +844,7 @@ func (s *Server) latency() time.Duration {
 // to write an answer (its WriteTimeout), or late answers are cut off
 // instead of timing out at the client.
 func (s *Server) LongestHold() time.Duration {
-	return 2*max(s.cfg.ArrivalJitter, 0) + max(s.cfg.Latency+max(s.cfg.Jitter, 0), 0) + s.lateDelay
+	return 2*max(s.cfg.ArrivalJitter, 0) + fake.LongestLatency(s.cfg.Latency, s.cfg.Jitter) + s.lateDelay
 }
 
 // delay waits d; it reports false if the client went away first. Close
@@ -898,8 +892,8 @@ func appendHex(b []byte, v uint64, n int) []byte {
 func (s *Server) traceID() string {
 	var b [16]byte
 	x := s.seq.Add(1) ^ uint64(s.nonce)<<40
-	binary.LittleEndian.PutUint64(b[:8], splitmix64(x))
-	binary.LittleEndian.PutUint64(b[8:], splitmix64(^x))
+	binary.LittleEndian.PutUint64(b[:8], fake.Mix(x))
+	binary.LittleEndian.PutUint64(b[8:], fake.Mix(^x))
 	return "A" + base64.RawURLEncoding.EncodeToString(b[:])[:22]
 }
 
