@@ -8,7 +8,7 @@
 //   - the run (internal/run) knows channels only through its Channel seam;
 //   - channels (internal/whatsapp/..., internal/sms/...) never import each
 //     other, and a fake imports nothing of what it fakes but the data both
-//     sides share;
+//     sides share; only fakes import internal/fake, their plumbing;
 //   - adapters and support know no channel, fake or run, except the
 //     command line, which wires them; support knows no campaign;
 //   - SQL is the store's, and each third-party module is imported only
