@@ -421,7 +421,7 @@ func (o *runOptions) readToken(ios *IO) (string, error) {
 		return readTokenFile(o.tokenFile)
 	}
 	if t := strings.TrimSpace(ios.Getenv("WHATSAPP_TOKEN")); t != "" {
-		if err := checkToken(t); err != nil {
+		if err := whatsapp.CheckToken(t); err != nil {
 			return "", usagef("set WHATSAPP_TOKEN to the access token alone", "the token in WHATSAPP_TOKEN %w", err)
 		}
 		return t, nil

@@ -1,11 +1,11 @@
 package cli
 
 import (
-	"errors"
-	"fmt"
 	"io"
 	"os"
 	"strings"
+
+	"github.com/bulksend/bulksend/internal/whatsapp"
 )
 
 // tokenFileMax bounds what is read of --token-file: Meta's access tokens
@@ -32,35 +32,8 @@ func readTokenFile(path string) (string, error) {
 	if t == "" {
 		return "", usagef("", "--token-file %s is empty", path)
 	}
-	if err := checkToken(t); err != nil {
+	if err := whatsapp.CheckToken(t); err != nil {
 		return "", usagef("--token-file takes a file that holds the access token alone, on one line", "the token in --token-file %s %w", path, err)
 	}
 	return t, nil
-}
-
-// errTokenChar is a token with a character no access token holds.
-var errTokenChar = errors.New("is not one word of printable ASCII")
-
-// checkToken refuses a token that cannot be one: an access token is one
-// word of printable ASCII, and anything else (a line break, a control
-// character, a second word) would fail every send, or split the header
-// it goes in. The error names the position, never the value.
-func checkToken(t string) error {
-	for i := 0; i < len(t); i++ {
-		c := t[i]
-		if c > 0x20 && c < 0x7f {
-			continue
-		}
-		what := fmt.Sprintf("a byte 0x%02x", c)
-		switch {
-		case c == '\n' || c == '\r':
-			what = "a line break"
-		case c == ' ' || c == '\t':
-			what = "a space"
-		case c < 0x20 || c == 0x7f:
-			what = "a control character"
-		}
-		return fmt.Errorf("%w: it has %s at byte %d of %d", errTokenChar, what, i+1, len(t))
-	}
-	return nil
 }
