@@ -79,9 +79,6 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 
 func runMain(args []string, ios *IO) int {
 	root := newRoot(ios)
-	if completionRequest(args) {
-		root.SetOut(ios.Out)
-	}
 	root.SetArgs(args)
 	err := root.Execute()
 	if err == nil {
@@ -261,7 +258,10 @@ crash, a Ctrl-C or an API outage never sends a message twice or skips one.
 		SilenceUsage:  true,
 	}
 	root.SetIn(ios.In)
-	root.SetOut(ios.Err) // help and usage are not data
+	// Help asked for (--help, help CMD) goes to stdout, as gh's and restic's
+	// do, so that 'bulksend run --help | grep rate' finds it; errors and
+	// logs go to stderr (usage is never printed on an error: SilenceUsage).
+	root.SetOut(ios.Out)
 	root.SetErr(ios.Err)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return &usageError{err: err, hint: "see '" + c.CommandPath() + " --help'"}
@@ -302,21 +302,6 @@ func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
 		return slog.New(redact.NewHandler(slog.NewJSONHandler(w, opts))), nil
 	}
 	return nil, usagef("", "invalid --log-format %q: want text or json", format)
-}
-
-// completionRequest reports whether args ask cobra for a shell completion
-// script (bulksend completion SHELL) or, from such a script, for the
-// completions of a command line (the hidden __complete commands). The shell
-// reads both from stdout, unlike help.
-func completionRequest(args []string) bool {
-	if len(args) == 0 {
-		return false
-	}
-	switch args[0] {
-	case "completion", cobra.ShellCompRequestCmd, cobra.ShellCompNoDescRequestCmd:
-		return true
-	}
-	return false
 }
 
 // interruptWords are what a command says when the first interrupt stops

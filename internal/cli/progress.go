@@ -24,7 +24,8 @@ type progress struct {
 
 // startProgress shows how a run goes: a bar on a terminal, a plain line
 // every interval otherwise (cron mails and logs stay readable).
-func startProgress(ios *IO, eng *engine.Engine, start campaign.Counts, interval time.Duration) *progress {
+// parts: the channel paces message parts (SMS): the rate shown is theirs.
+func startProgress(ios *IO, eng *engine.Engine, start campaign.Counts, interval time.Duration, parts bool) *progress {
 	p := &progress{done: make(chan struct{}), exit: make(chan struct{})}
 	total := start.Pending // rows in doubt are not sent (unless --in-doubt resend made them pending)
 	var bar *progressbar.ProgressBar
@@ -35,7 +36,7 @@ func startProgress(ios *IO, eng *engine.Engine, start campaign.Counts, interval 
 			progressbar.OptionSetDescription("sending"),
 			progressbar.OptionShowCount(),
 			progressbar.OptionShowIts(),
-			progressbar.OptionSetItsString("msg"),
+			progressbar.OptionSetItsString(unitName(parts)),
 			progressbar.OptionThrottle(200*time.Millisecond),
 			progressbar.OptionClearOnFinish(),
 		)
@@ -60,7 +61,7 @@ func startProgress(ios *IO, eng *engine.Engine, start campaign.Counts, interval 
 					bar.Set64(settled)
 					continue
 				}
-				fmt.Fprintln(ios.Err, progressLine(s, total, time.Now()))
+				fmt.Fprintln(ios.Err, progressLine(s, total, time.Now(), parts))
 			}
 		}
 	}()
@@ -72,12 +73,24 @@ func (p *progress) stop() {
 	<-p.exit
 }
 
-func progressLine(s engine.Stats, total int64, now time.Time) string {
+// unitName is what the rate counts: SMS parts, else messages.
+func unitName(parts bool) string {
+	if parts {
+		return "parts"
+	}
+	return "msg"
+}
+
+func progressLine(s engine.Stats, total int64, now time.Time, parts bool) string {
 	settled := s.Sent + s.Failed + s.InDoubt
 	el := now.Sub(s.Started).Seconds()
-	rate := 0.0
+	rate, shown := 0.0, 0.0 // rows settled a second, and what the rate counts
 	if el > 0 {
-		rate = float64(s.Sent+s.Failed+s.InDoubt) / el
+		rate = float64(settled) / el
+		shown = rate
+		if parts {
+			shown = float64(s.SentCost) / el
+		}
 	}
 	eta := "-"
 	if rate > 0 && total > settled {
@@ -87,8 +100,8 @@ func progressLine(s engine.Stats, total int64, now time.Time) string {
 	if total > 0 {
 		pct = 100 * float64(settled) / float64(total)
 	}
-	return fmt.Sprintf("bulksend: progress: %d/%d (%.1f%%) · %.0f msg/s · sent %d · failed %d · retrying %d · throttled %d · in doubt %d · in flight %d · ETA %s%s",
-		settled, total, pct, rate, s.Sent, s.Failed, s.Retries, s.Throttled, s.InDoubt, s.InFlight, eta, learnedList(" · accepts ", s.Learned))
+	return fmt.Sprintf("bulksend: progress: %d/%d (%.1f%%) · %.0f %s/s · sent %d · failed %d · retrying %d · throttled %d · in doubt %d · in flight %d · ETA %s%s",
+		settled, total, pct, shown, unitName(parts), s.Sent, s.Failed, s.Retries, s.Throttled, s.InDoubt, s.InFlight, eta, learnedList(" · accepts ", s.Learned))
 }
 
 // learnedList is " · accepts A ≈300/s, B ≈80/s" (after prefix) for the
@@ -105,18 +118,21 @@ func learnedList(prefix string, learned map[string]float64) string {
 }
 
 // printSummary prints the final counts; they always add up to the rows.
-func printSummary(ios *IO, c campaign.Counts, s engine.Stats) {
+func printSummary(ios *IO, c campaign.Counts, s engine.Stats, parts bool) {
 	el := time.Since(s.Started)
 	rate := 0.0
 	if el > 0 {
 		rate = float64(s.Sent) / el.Seconds()
+		if parts {
+			rate = float64(s.SentCost) / el.Seconds()
+		}
 	}
 	held := ""
 	if s.Held > 0 {
 		held = fmt.Sprintf(" (%d held for quality assessment)", s.Held)
 	}
-	fmt.Fprintf(ios.Err, "bulksend: this run: %d accepted%s, %d failed, %d retries scheduled, %d throttled, %d in doubt, in %s (%.1f msg/s)\n",
-		s.Sent, held, s.Failed, s.Retries, s.Throttled, s.InDoubt, el.Round(time.Millisecond), rate)
+	fmt.Fprintf(ios.Err, "bulksend: this run: %d accepted%s, %d failed, %d retries scheduled, %d throttled, %d in doubt, in %s (%.1f %s/s)\n",
+		s.Sent, held, s.Failed, s.Retries, s.Throttled, s.InDoubt, el.Round(time.Millisecond), rate, unitName(parts))
 	for _, n := range slices.Sorted(maps.Keys(s.Learned)) {
 		fmt.Fprintf(ios.Err, "bulksend: number %s accepts about %.0f/s, less than --rate: pass --rate %.0f for it (a resume starts it there)\n", esc(n), s.Learned[n], s.Learned[n])
 	}

@@ -260,7 +260,7 @@ func runRun(ctx context.Context, ios *IO, o *runOptions) error {
 		Configure: func(cfg *engine.Config) { attachMetrics(ctx, metricsOut, o.log, camp.Store, cfg, name) },
 		Started: func(eng *engine.Engine, at time.Time, counts campaign.Counts) func() {
 			metricsOut.Start(eng, at)
-			prog = startProgress(ios, eng, counts, o.progressEvery)
+			prog = startProgress(ios, eng, counts, o.progressEvery, ch.parts)
 			return prog.stop
 		},
 	})
@@ -274,7 +274,7 @@ func runRun(ctx context.Context, ios *IO, o *runOptions) error {
 		return ch.words(o, runErr)
 	}
 	metricsOut.Finish()
-	printSummary(ios, out.Counts, out.Stats)
+	printSummary(ios, out.Counts, out.Stats, ch.parts)
 	if o.json {
 		if err := json.NewEncoder(ios.Out).Encode(out.Counts); err != nil {
 			return err

@@ -144,7 +144,7 @@ func writeStatus(ctx context.Context, w io.Writer, st *store.Store, settings sto
 		}); err != nil {
 			return err
 		}
-		total := billed.Total()
+		total := card.Round(billed.Total())
 		out.BilledCost, out.Currency = &total, card.Currency
 	}
 	if o.json {
@@ -188,7 +188,7 @@ func writeStatus(ctx context.Context, w io.Writer, st *store.Store, settings sto
 		}
 	}
 	if len(r.ByPricingCategory) > 0 {
-		fmt.Fprintf(w, "\npricing (as status webhooks reported it; %d billable):\n", r.Billable)
+		fmt.Fprintf(w, "\npricing (as status webhooks reported it), rows by category; %d billable: delivered or read and said billable (Meta bills a message when it is delivered: rows only sent, or failed, are not, nor free ones)\n", r.Billable)
 		for _, k := range slices.Sorted(maps.Keys(r.ByPricingCategory)) {
 			fmt.Fprintf(w, "  %-14s %8d\n", esc(k), r.ByPricingCategory[k])
 		}

@@ -193,6 +193,7 @@ type Stats struct {
 	Started   time.Time
 	Requests  int64 // requests that left, answered or not
 	Sent      int64 // accepted by the API
+	SentCost  int64 // of Sent, what they cost the pacers: their parts for SMS, one each else
 	Held      int64 // of Sent, held back by the provider (they may still fail)
 	Failed    int64 // failed permanently
 	Retries   int64 // scheduled retries (transient, pair limit)
@@ -235,7 +236,7 @@ type Engine struct {
 	troubles map[string]*trouble // per sender, made by New
 
 	started                                         time.Time
-	sent, held, failed, retries, throttled, inDoubt atomic.Int64
+	sent, sentCost, held, failed, retries, throttled, inDoubt atomic.Int64
 	requests                                        atomic.Int64
 	unsentStreak                                    atomic.Int64
 }
@@ -308,7 +309,7 @@ func New(cfg Config) *Engine {
 func (e *Engine) Stats() Stats {
 	limit, used := e.gate.snapshot()
 	return Stats{
-		Started: e.started, Requests: e.requests.Load(), Sent: e.sent.Load(), Held: e.held.Load(), Failed: e.failed.Load(), Retries: e.retries.Load(),
+		Started: e.started, Requests: e.requests.Load(), Sent: e.sent.Load(), SentCost: e.sentCost.Load(), Held: e.held.Load(), Failed: e.failed.Load(), Retries: e.retries.Load(),
 		Throttled: e.throttled.Load(), InDoubt: e.inDoubt.Load(), InFlight: used, Limit: limit,
 		Learned: e.learnedLimits(),
 	}
@@ -510,6 +511,7 @@ func (e *Engine) release(sender string, jobs []Job) {
 // claim claims batches of sender's due rows into out until none is due
 // within the retry horizon or ctx is done.
 func (e *Engine) claim(ctx context.Context, sender string, out chan<- []Job) error {
+	cost := 1.0 // the mean cost of the last claim's jobs: SMS claims are sized in parts
 	for ctx.Err() == nil {
 		// Rows claimed during a rest would sit sending until it ends, and
 		// in doubt after a crash.
@@ -518,9 +520,16 @@ func (e *Engine) claim(ctx context.Context, sender string, out chan<- []Job) err
 		}
 		// Not cancellable: a claim interrupted after it committed would
 		// leave rows sending that nobody sends.
-		jobs, err := e.cfg.Checkpoint.Claim(context.WithoutCancel(ctx), sender, time.Now(), e.claimSize(sender))
+		jobs, err := e.cfg.Checkpoint.Claim(context.WithoutCancel(ctx), sender, time.Now(), e.claimSize(sender, cost))
 		if err != nil {
 			return err
+		}
+		if len(jobs) > 0 {
+			n := 0
+			for _, j := range jobs {
+				n += max(j.Cost, 1)
+			}
+			cost = float64(n) / float64(len(jobs))
 		}
 		if len(jobs) == 0 {
 			more, err := e.idle(ctx, sender)
@@ -548,14 +557,16 @@ func (e *Engine) claim(ctx context.Context, sender string, out chan<- []Job) err
 
 // claimSize is a tenth of a second of work: a crash leaves the rows of
 // its last claim in doubt, so claims stay small (a claim is one cheap
-// transaction, ten a second per number).
-func (e *Engine) claimSize(sender string) int {
+// transaction, ten a second per number). The rate is in the pacer's units
+// (an SMS campaign's parts): cost is what a claimed job has cost of late,
+// so that a claim of multi-part rows holds a tenth of a second of parts.
+func (e *Engine) claimSize(sender string, cost float64) int {
 	r := e.pacer.Rate(sender)
 	if math.IsInf(r, 1) || r <= 0 {
 		limit, _ := e.gate.snapshot()
 		return max(256, 2*limit)
 	}
-	return max(1, min(200, int(math.Ceil(r/10))))
+	return max(1, min(200, int(math.Ceil(r/10/max(cost, 1)))))
 }
 
 // idle is called when sender has nothing due. It waits for claimed rows
@@ -696,6 +707,7 @@ func (e *Engine) outcome(j Job, rc campaign.Receipt, err error, now time.Time) R
 		e.calm(j.Sender, false)
 		e.unsentStreak.Store(0)
 		e.sent.Add(1)
+		e.sentCost.Add(int64(max(j.Cost, 1)))
 		if rc.Held {
 			e.held.Add(1)
 		}

@@ -1045,3 +1045,50 @@ func TestPartsPaceTheSender(t *testing.T) {
 		}
 	})
 }
+
+// claimLimits records the limit of every claim.
+type claimLimits struct {
+	engine.Checkpoint
+	mu     sync.Mutex
+	limits []int
+}
+
+func (c *claimLimits) Claim(ctx context.Context, sender string, now time.Time, limit int) ([]engine.Job, error) {
+	c.mu.Lock()
+	c.limits = append(c.limits, limit)
+	c.mu.Unlock()
+	return c.Checkpoint.Claim(ctx, sender, now, limit)
+}
+
+// TestClaimsSizedInParts: at 40 parts/s a claim holds a tenth of a second
+// of parts: 4 one-part rows, or one row of 4 parts once the first claim
+// has shown what the rows cost.
+func TestClaimsSizedInParts(t *testing.T) {
+	for _, tc := range []struct {
+		parts int
+		want  int // the limit of the claims after the first
+	}{{0, 4}, {1, 4}, {4, 1}, {2, 2}} {
+		synctest.Test(t, func(t *testing.T) {
+			rows := enginetest.Rows(1, 40, "A")
+			for i := range rows {
+				rows[i].Parts = tc.parts
+			}
+			cp := &claimLimits{Checkpoint: enginetest.NewMemory(rows...)}
+			cfg := config(cp, &fakeSender{fn: accept}, "A")
+			cfg.Rate = 40
+			if err := engine.New(cfg).Run(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			cp.mu.Lock()
+			defer cp.mu.Unlock()
+			if len(cp.limits) < 3 || cp.limits[0] != 4 {
+				t.Fatalf("%d-part rows: claim limits %v, want 4 first", tc.parts, cp.limits)
+			}
+			for _, l := range cp.limits[1 : len(cp.limits)-1] {
+				if l != tc.want {
+					t.Fatalf("%d-part rows: claim limits %v, want %d after the first", tc.parts, cp.limits, tc.want)
+				}
+			}
+		})
+	}
+}

@@ -52,8 +52,9 @@ type Outcome struct {
 func (o *Outcome) Unfinished() bool { return o.Interrupted || o.Counts.Unfinished() }
 
 // Run runs the campaign: it prepares the rows (unless ReadOnly), lets the
-// channel read its senders and opt-out lists, and then plans (a dry run)
-// or sends through the channel's Sender until every row is settled, the
+// channel read its senders and opt-out lists, and then plans (a dry run,
+// whose Plan comes even when the senders could not be read, with that
+// error) or sends through the channel's Sender until every row is settled, the
 // engine stops, or runCtx is cancelled (the Outcome says Interrupted).
 // ctx, not cancelled by an interrupt, bounds what is recorded after.
 // A run that sent returns its Outcome even with an error (fatal, the API
@@ -64,9 +65,15 @@ func (c *Campaign) Run(ctx, runCtx context.Context, h Hooks) (Result, error) {
 			return Result{}, err
 		}
 	}
+	// A dry run that cannot read its senders (no network, say) still
+	// plans: the plan comes with the preflight's error.
+	var preflightErr error
 	if p, ok := c.ch.(Preflighter); ok {
 		if err := p.Preflight(runCtx, c); err != nil {
-			return Result{}, err
+			if !c.opts.DryRun || runCtx.Err() != nil {
+				return Result{}, err
+			}
+			preflightErr = err
 		}
 	}
 	if s, ok := c.ch.(OptOutSyncer); ok {
@@ -76,6 +83,9 @@ func (c *Campaign) Run(ctx, runCtx context.Context, h Hooks) (Result, error) {
 	}
 	if c.opts.DryRun {
 		p, err := c.Plan(runCtx)
+		if err == nil {
+			err = preflightErr
+		}
 		return Result{Plan: p}, err
 	}
 	sender, err := c.ch.Sender(runCtx, c)

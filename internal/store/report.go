@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"math"
 	"sort"
 	"time"
 
@@ -366,6 +367,9 @@ func (s *Store) Parts(ctx context.Context) (Parts, error) {
 		COALESCE(SUM(billed_parts), 0),
 		COALESCE(SUM(charged), 0)
 		FROM recipients`).Scan(&p.Planned, &p.Sent, &p.UCS2Rows, &p.Throttled, &p.BilledRows, &p.BilledParts, &p.Charged)
+	// A sum of floats: to the millionth of a dollar, finer than AWS's
+	// prices, so that 0.6053000000000001 is 0.6053.
+	p.Charged = math.Round(p.Charged*1e6) / 1e6
 	if err != nil {
 		return p, fmt.Errorf("report parts: %w", err)
 	}

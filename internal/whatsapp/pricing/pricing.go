@@ -96,6 +96,7 @@
 package pricing
 
 import (
+	"math"
 	"strings"
 )
 
@@ -166,6 +167,15 @@ type Card struct {
 }
 
 // Markets returns the names of the card's markets, in the card's order.
+// Round is v, an amount of the card's currency (a sum of its prices),
+// rounded to the card's precision (its most decimals, at least the
+// minor unit's two): a sum of floats such as 0.6053000000000001 is 0.6053
+// wherever it is shown or stored.
+func (c *Card) Round(v float64) float64 {
+	p := math.Pow(10, float64(max(c.Decimals, 2)))
+	return math.Round(v*p) / p
+}
+
 func (c *Card) Markets() []string {
 	names := make([]string, len(c.markets))
 	for i, m := range c.markets {

@@ -242,3 +242,25 @@ func BenchmarkPrice(b *testing.B) {
 		c.Price(list[i%len(list)], "marketing")
 	}
 }
+
+// A sum of prices is shown and stored to the card's precision.
+func TestRound(t *testing.T) {
+	var sum float64 // summed at run time, as a tally sums
+	for _, p := range []float64{0.02, 0.02, 0.004, 0.04} {
+		sum += p
+	}
+	if sum == 0.084 {
+		t.Fatal("the float sum is exact: the test proves nothing")
+	}
+	for _, tc := range []struct {
+		decimals int
+		v, want  float64
+	}{
+		{4, sum, 0.084}, {4, 0.6053000000000001, 0.6053}, {0, 1.234, 1.23}, {2, 0.125, 0.13},
+	} {
+		c := &Card{Decimals: tc.decimals}
+		if got := c.Round(tc.v); got != tc.want {
+			t.Errorf("Round(%v) with %d decimals = %v, want %v", tc.v, tc.decimals, got, tc.want)
+		}
+	}
+}
