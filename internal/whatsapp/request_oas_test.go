@@ -133,6 +133,53 @@ func TestRequestComponentsConformToOpenAPI(t *testing.T) {
 			        {"type":"button","sub_type":"url","index":"0","parameters":[{"type":"text","text":"J$FpnYnP"}]}]`,
 		},
 		{
+			name: "Flow button with a token and the first screen's data",
+			definition: `[{"type":"BODY","text":"Hi {{1}}, save your seat"},{"type":"BUTTONS","buttons":[
+			  {"type":"FLOW","text":"Sign up","flow_id":"1399887766554433","flow_action":"NAVIGATE","navigate_screen":"WELCOME_SCREEN"}]}]`,
+			columns: "name,button.0.flow_token,button.0.flow_action_data",
+			cells:   []string{"Ana", "SIGNUP-A1", `{"first_name": "Ana", "seats": [1, 2], "vip": true}`},
+			want: `[{"type":"body","parameters":[{"type":"text","text":"Ana"}]},
+			        {"type":"button","sub_type":"flow","index":"0","parameters":[{"type":"action","action":
+			          {"flow_token":"SIGNUP-A1","flow_action_data":{"first_name":"Ana","seats":[1,2],"vip":true}}}]}]`,
+		},
+		{
+			name: "Flow button with a token only, beside a quick reply",
+			definition: `[{"type":"BODY","text":"Hi {{1}}"},{"type":"BUTTONS","buttons":[
+			  {"type":"QUICK_REPLY","text":"Not interested"},{"type":"FLOW","text":"Sign up","flow_id":"1399887766554433"}]}]`,
+			columns: "name,button.1.flow_token,button.0.payload",
+			cells:   []string{"Ana", "SIGNUP-A1", "NO"},
+			want: `[{"type":"body","parameters":[{"type":"text","text":"Ana"}]},
+			        {"type":"button","sub_type":"quick_reply","index":"0","parameters":[{"type":"payload","payload":"NO"}]},
+			        {"type":"button","sub_type":"flow","index":"1","parameters":[{"type":"action","action":{"flow_token":"SIGNUP-A1"}}]}]`,
+		},
+		{
+			name: "Flow button with data only",
+			definition: `[{"type":"BODY","text":"Hi {{1}}"},{"type":"BUTTONS","buttons":[
+			  {"type":"FLOW","text":"Sign up","flow_id":"1399887766554433"}]}]`,
+			columns: "name,button.0.flow_action_data",
+			cells:   []string{"Ana", `{"source":"spring"}`},
+			want: `[{"type":"body","parameters":[{"type":"text","text":"Ana"}]},
+			        {"type":"button","sub_type":"flow","index":"0","parameters":[{"type":"action","action":{"flow_action_data":{"source":"spring"}}}]}]`,
+		},
+		{
+			// Meta's ButtonComponent needs a parameter: a Flow button
+			// given nothing in this row is left out.
+			name: "Flow button given nothing",
+			definition: `[{"type":"BODY","text":"Hi {{1}}"},{"type":"BUTTONS","buttons":[
+			  {"type":"FLOW","text":"Sign up","flow_id":"1399887766554433"}]}]`,
+			columns: "name,button.0.flow_token,button.0.flow_action_data",
+			cells:   []string{"Ana", "", ""},
+			want:    `[{"type":"body","parameters":[{"type":"text","text":"Ana"}]}]`,
+		},
+		{
+			name: "Flow button without columns",
+			definition: `[{"type":"BODY","text":"Hi {{1}}"},{"type":"BUTTONS","buttons":[
+			  {"type":"FLOW","text":"Sign up","flow_id":"1399887766554433"}]}]`,
+			columns: "name",
+			cells:   []string{"Ana"},
+			want:    `[{"type":"body","parameters":[{"type":"text","text":"Ana"}]}]`,
+		},
+		{
 			name: "every button index",
 			definition: `[{"type":"BODY","text":"Pick one"},{"type":"BUTTONS","buttons":[
 			  {"type":"QUICK_REPLY","text":"0"},{"type":"QUICK_REPLY","text":"1"},{"type":"QUICK_REPLY","text":"2"},{"type":"QUICK_REPLY","text":"3"},

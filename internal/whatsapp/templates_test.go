@@ -122,6 +122,10 @@ func TestSendEachKindThroughSandbox(t *testing.T) {
 		{"video header", "summer_teaser", "name,header.video", nil, []string{"Ana", "https://cdn.example.com/v.mp4"}},
 		{"document header with file name", "invoice_ready", "name,invoice,header.document,header.filename", nil, []string{"Ana", "INV-1", "https://cdn.example.com/i.pdf", "INV-1.pdf"}},
 		{"location header", "store_visit", "order,header.latitude,header.longitude,header.name,header.address", nil, []string{"A-1", "52.52", "13.405", "Shop", "Main St 1"}},
+		{"Flow button with a token and the first screen's data", "event_signup", "name,button.0.flow_token,button.0.flow_action_data", nil, []string{"Ana", "SIGNUP-A1", `{"first_name":"Ana"}`}},
+		{"Flow button with data given once, a quick reply beside", "event_signup", "name,button.1.payload",
+			[]template.Const{{Key: "button.0.flow_action_data", Value: `{"source":"spring"}`}}, []string{"Ana", "STOP"}},
+		{"Flow button given nothing", "event_signup", "name,button.0.flow_token,button.0.flow_action_data", nil, []string{"Ana", "", ""}},
 	} {
 		t.Run(tc.kinds, func(t *testing.T) {
 			def := defs[tc.template]

@@ -300,8 +300,11 @@ func checkButton(d template.Definition, i int, raw []json.RawMessage, code strin
 	switch {
 	case need == "":
 		want = 0 // a static URL, a phone number: nothing to fill in
+	case need == "flow":
+		return checkFlow(where, raw)
 	case strings.HasPrefix(need, "unsupported:"):
-		// Flow, catalog and other actions: their parameters are not checked.
+		// Catalog, multi-product and other actions: their parameters are
+		// not checked.
 		return failure{}
 	}
 	if len(raw) != want {
@@ -354,6 +357,91 @@ func checkButton(d template.Definition, i int, raw []json.RawMessage, code strin
 	return failure{}
 }
 
+// checkFlow checks a Flow button's parameters, each part of which is
+// optional: none (the Flow opens with Meta's default token and no data; a
+// client may as well leave the component out), or one parameter of type
+// action whose action has a flow_token, a non-empty string, and/or a
+// flow_action_data, a non-empty JSON object (Meta's OpenAPI example "Send
+// Flow Template Message": {"type":"action","action":{"flow_token":
+// "<FLOW_TOKEN>","flow_action_data":{"<CUSTOM_KEY>":"<CUSTOM_VALUE>"}}}).
+// Meta takes a Flow's first-screen data only as a non-empty object (Flow
+// messages' flow_action_payload.data), so an empty one is refused too.
+// Other fields of the action are ignored, as Meta ignores fields it does
+// not process.
+func checkFlow(where string, raw []json.RawMessage) failure {
+	switch {
+	case len(raw) == 0:
+		return failure{}
+	case len(raw) > 1:
+		return waError(codeParamCount, "Number of parameters does not match the expected number of params",
+			fmt.Sprintf("buttons: number of params (%d) does not match the expected number of params (1) for the %s (FLOW)", len(raw), where))
+	}
+	var p struct {
+		Type   string          `json:"type"`
+		Action json.RawMessage `json:"action"`
+	}
+	if err := json.Unmarshal(raw[0], &p); err != nil {
+		return invalidParam(fmt.Sprintf("%s: parameter 1 is not a valid parameter object: %v", where, err))
+	}
+	if f := checkType(where, p.Type, "action"); f.code != 0 {
+		return f
+	}
+	if absent(p.Action) {
+		return missing(where, "action")
+	}
+	issue := func(why string) failure {
+		return waError(codeParamIssue, "There was an issue with the parameters in your template", where+": "+why)
+	}
+	var a struct {
+		FlowToken      json.RawMessage `json:"flow_token"`
+		FlowActionData json.RawMessage `json:"flow_action_data"`
+	}
+	if json.Unmarshal(p.Action, &a) != nil {
+		return issue(fmt.Sprintf("action must be an object with flow_token and/or flow_action_data, not %s", jsonType(p.Action)))
+	}
+	if !absent(a.FlowToken) {
+		var tok string
+		if json.Unmarshal(a.FlowToken, &tok) != nil {
+			return issue(fmt.Sprintf("action.flow_token must be a string, not %s", jsonType(a.FlowToken)))
+		}
+		if tok == "" {
+			return missing(where, "action.flow_token")
+		}
+	}
+	if !absent(a.FlowActionData) {
+		var data map[string]json.RawMessage
+		if json.Unmarshal(a.FlowActionData, &data) != nil {
+			return issue(fmt.Sprintf("action.flow_action_data must be a JSON object, not %s", jsonType(a.FlowActionData)))
+		}
+		if len(data) == 0 {
+			return issue("action.flow_action_data must be a non-empty JSON object")
+		}
+	}
+	return failure{}
+}
+
+// absent reports whether a raw JSON field is missing or null.
+func absent(raw json.RawMessage) bool {
+	return len(raw) == 0 || string(bytes.TrimSpace(raw)) == "null"
+}
+
+// jsonType names the type of the JSON value raw, as a refusal says it.
+func jsonType(raw json.RawMessage) string {
+	switch b := bytes.TrimSpace(raw); {
+	case len(b) == 0:
+		return "nothing"
+	case b[0] == '"':
+		return "a string"
+	case b[0] == '[':
+		return "an array"
+	case b[0] == '{':
+		return "an object"
+	case b[0] == 't' || b[0] == 'f':
+		return "a boolean"
+	}
+	return "a number"
+}
+
 // wantSubType is the sub_type a send names button i with; "" for a button
 // no component may name.
 func wantSubType(d template.Definition, i int) string {
@@ -364,7 +452,7 @@ func wantSubType(d template.Definition, i int) string {
 		return "url"
 	case "PHONE_NUMBER":
 		return ""
-	default: // QUICK_REPLY, COPY_CODE, FLOW, CATALOG, MPM, VOICE_CALL…
+	default: // QUICK_REPLY, COPY_CODE, FLOW (flow), CATALOG, MPM, VOICE_CALL…
 		return strings.ToLower(t)
 	}
 }

@@ -62,6 +62,7 @@ func TestDefinitionSendsRefused(t *testing.T) {
 		teaserBody   = `{"type":"body","parameters":[{"type":"text","text":"Maria"}]}`
 		vipHeader    = `{"type":"header","parameters":[{"type":"text","parameter_name":"first_name","text":"Maria"}]}`
 		vipBody      = `{"type":"body","parameters":[{"type":"text","parameter_name":"code","text":"VIP7"}]}`
+		signupBody   = `{"type":"body","parameters":[{"type":"text","text":"Maria"}]}`
 	)
 	spring := func(cs ...string) string { return "[" + strings.Join(cs, ",") + "]" }
 	withBody := func(params string) string {
@@ -75,6 +76,11 @@ func TestDefinitionSendsRefused(t *testing.T) {
 		return spring(`{"type":"header","parameters":[{"type":"location","location":`+obj+`}]}`, storeBody)
 	}
 	coupon := func(header, button string) string { return spring(header, couponBody, button) }
+	// flow is event_signup's request with its Flow button's parameters.
+	flow := func(params string) string {
+		return spring(signupBody, `{"type":"button","sub_type":"flow","index":"0","parameters":[`+params+`]}`)
+	}
+	action := func(obj string) string { return flow(`{"type":"action","action":` + obj + `}`) }
 
 	tests := []struct {
 		name, template, lang, components string
@@ -175,6 +181,24 @@ func TestDefinitionSendsRefused(t *testing.T) {
 		{"copy_code for the quick reply", "fall_coupon", "", coupon(couponHeader, `{"type":"button","sub_type":"copy_code","index":"0","parameters":[{"type":"coupon_code","coupon_code":"25OFF"}]}`), 400, 131009, "Button at index 0 of type Copy_code does not exist"},
 		{"a phone-number button named", "vip_welcome", "", spring(vipHeader, vipBody, `{"type":"button","sub_type":"url","index":"0","parameters":[{"type":"text","text":"x"}]}`), 400, 131009, "Button at index 0 of type Url does not exist"},
 		{"a parameter for a static url", "vip_welcome", "", spring(vipHeader, vipBody, `{"type":"button","sub_type":"url","index":"1","parameters":[{"type":"text","text":"x"}]}`), 400, 132000, "buttons: number of params (1) does not match the expected number of params (0)"},
+
+		// Flow buttons
+		{"flow button with two parameters", "event_signup", "", flow(`{"type":"action","action":{"flow_token":"a"}},{"type":"action","action":{"flow_token":"b"}}`), 400, 132000, "buttons: number of params (2) does not match the expected number of params (1) for the button at index 0 (FLOW)"},
+		{"flow token as text", "event_signup", "", flow(`{"type":"text","text":"SIGNUP-SB-1001"}`), 400, 132012, "a parameter of type text where the template takes action"},
+		{"flow token as a payload", "event_signup", "", flow(`{"type":"payload","payload":"SIGNUP-SB-1001"}`), 400, 132012, "takes action"},
+		{"flow parameter without type", "event_signup", "", flow(`{"action":{"flow_token":"SIGNUP-SB-1001"}}`), 400, 131008, "the parameter type is required"},
+		{"flow action missing", "event_signup", "", flow(`{"type":"action","flow_token":"SIGNUP-SB-1001"}`), 400, 131008, "button at index 0: the parameter action is required"},
+		{"flow action null", "event_signup", "", action(`null`), 400, 131008, "the parameter action is required"},
+		{"flow action a string", "event_signup", "", action(`"SIGNUP-SB-1001"`), 400, 132018, "action must be an object with flow_token and/or flow_action_data, not a string"},
+		{"flow token a number", "event_signup", "", action(`{"flow_token":1001}`), 400, 132018, "action.flow_token must be a string, not a number"},
+		{"flow token empty", "event_signup", "", action(`{"flow_token":""}`), 400, 131008, "the parameter action.flow_token is required"},
+		{"flow data as JSON text in a string", "event_signup", "", action(`{"flow_token":"T","flow_action_data":"{\"first_name\":\"Maria\"}"}`), 400, 132018, "action.flow_action_data must be a JSON object, not a string"},
+		{"flow data an array", "event_signup", "", action(`{"flow_action_data":[{"first_name":"Maria"}]}`), 400, 132018, "not an array"},
+		{"flow data empty", "event_signup", "", action(`{"flow_token":"T","flow_action_data":{}}`), 400, 132018, "action.flow_action_data must be a non-empty JSON object"},
+		{"flow parameter not an object", "event_signup", "", flow(`"action"`), 400, 100, "parameter 1 is not a valid parameter object"},
+		{"url sub_type for the flow button", "event_signup", "", spring(signupBody, `{"type":"button","sub_type":"url","index":"0","parameters":[{"type":"text","text":"x"}]}`), 400, 131009, "Button at index 0 of type Url does not exist"},
+		{"flow sub_type for the quick reply", "event_signup", "", spring(signupBody, `{"type":"button","sub_type":"flow","index":"1","parameters":[{"type":"action","action":{"flow_token":"T"}}]}`), 400, 131009, "Button at index 1 of type Flow does not exist"},
+		{"flow sub_type for a url button", "spring_sale", "", spring(springHeader, springBody, `{"type":"button","sub_type":"flow","index":"0","parameters":[{"type":"action","action":{"flow_token":"T"}}]}`), 400, 131009, "Button at index 0 of type Flow does not exist"},
 
 		// authentication
 		{"code without the button", "login_code", "", spring(loginBody), 400, 132000, "code must be sent in the body and in the url button"},

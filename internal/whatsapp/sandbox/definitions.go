@@ -26,9 +26,9 @@ func LoadDefinitions(path string) ([]template.Definition, error) {
 // DefaultTemplates returns a realistic WhatsApp Business Account's templates
 // for demos and tests, all in en_US, shaped as GET message_templates returns
 // them: one of each header format, named and positional parameters, URL,
-// quick-reply and copy-code buttons, an authentication template, and one
-// paused, one rejected and one disabled template. Each call returns a new
-// slice.
+// quick-reply, copy-code and Flow buttons, an authentication template, and
+// one paused, one rejected and one disabled template. Each call returns a
+// new slice.
 func DefaultTemplates() []template.Definition {
 	// URL buttons' and media headers' examples are what Meta returns after
 	// creation: the full example URL, and a scontent link to the sample.
@@ -125,6 +125,19 @@ func DefaultTemplates() []template.Definition {
 			Components: []template.Component{
 				{Type: "HEADER", Format: "LOCATION"},
 				{Type: "BODY", Text: "Your order {{1}} is ready at the store above.", Example: raw(`{"body_text":[["SB-1001"]]}`)},
+			},
+		},
+		{
+			// A Flow button: a send gives it a flow token and its first
+			// screen's data, or nothing.
+			ID: "1305784629910264", Name: "event_signup", Language: "en_US", Status: "APPROVED",
+			Category: "MARKETING", ParameterFormat: "POSITIONAL", QualityScore: green(),
+			Components: []template.Component{
+				{Type: "BODY", Text: "Hi {{1}}, our open day is on May 14: save your seat in a minute.", Example: raw(`{"body_text":[["Maria"]]}`)},
+				{Type: "BUTTONS", Buttons: []template.Button{
+					{Type: "FLOW", Text: "Sign up", FlowID: "1399887766554433", FlowAction: "NAVIGATE", NavigateScreen: "WELCOME_SCREEN"},
+					{Type: "QUICK_REPLY", Text: "Stop promotions"},
+				}},
 			},
 		},
 		simple("1192339204654487", "autumn_sale", "PAUSED", "RED", "Hi {{1}}, our autumn sale starts today.", "Maria"),

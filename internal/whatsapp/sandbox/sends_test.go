@@ -130,6 +130,21 @@ func ValidSends() []ValidSend {
 		{"location at the limits, coordinates as numbers", "store_visit", "", `[
 			{"type":"header","parameters":[{"type":"location","location":{"latitude":-90,"longitude":180}}]},
 			{"type":"body","parameters":[{"type":"text","text":"SB-1001"}]}]`},
+		{"flow button left out", "event_signup", "", `[
+			{"type":"body","parameters":[{"type":"text","text":"Maria"}]}]`},
+		{"flow token and first-screen data, as Meta's example writes them", "event_signup", "", `[
+			{"type":"body","parameters":[{"type":"text","text":"Maria"}]},
+			{"type":"button","sub_type":"flow","index":"0","parameters":[{"type":"action","action":{"flow_token":"SIGNUP-SB-1001","flow_action_data":{"first_name":"Maria","seats":[1,2]}}}]}]`},
+		{"flow token only, upper-case sub_type, index as a number, a quick reply beside", "event_signup", "", `[
+			{"type":"body","parameters":[{"type":"text","text":"Maria"}]},
+			{"type":"button","sub_type":"FLOW","index":0,"parameters":[{"type":"action","action":{"flow_token":"SIGNUP-SB-1001"}}]},
+			{"type":"button","sub_type":"quick_reply","index":"1","parameters":[{"type":"payload","payload":"STOP"}]}]`},
+		{"flow data only", "event_signup", "", `[
+			{"type":"body","parameters":[{"type":"text","text":"Maria"}]},
+			{"type":"button","sub_type":"flow","index":"0","parameters":[{"type":"action","action":{"flow_action_data":{"source":"spring"}}}]}]`},
+		{"flow button named without parameters", "event_signup", "", `[
+			{"type":"body","parameters":[{"type":"text","text":"Maria"}]},
+			{"type":"button","sub_type":"flow","index":"0","parameters":[]}]`},
 		{"body-only text of 32768 characters", "account_notice", "", `[
 			{"type":"body","parameters":[{"type":"text","text":"Maria"},{"type":"text","text":` + long(32768) + `}]}]`},
 		{"named text header, buttons that take nothing left out", "vip_welcome", "", `[

@@ -74,6 +74,7 @@ func TestDefaultTemplates(t *testing.T) {
 		{"summer_teaser", "APPROVED", "MARKETING", "VIDEO", []string{"1"}, nil},
 		{"invoice_ready", "APPROVED", "UTILITY", "DOCUMENT", []string{"1", "2"}, nil},
 		{"store_visit", "APPROVED", "UTILITY", "LOCATION", []string{"1"}, nil},
+		{"event_signup", "APPROVED", "MARKETING", "", []string{"1"}, []string{"flow", "payload"}},
 		{"autumn_sale", "PAUSED", "MARKETING", "", []string{"1"}, nil},
 		{"old_promo", "REJECTED", "MARKETING", "", []string{"1"}, nil},
 		{"retired_offer", "DISABLED", "MARKETING", "", []string{"1"}, nil},

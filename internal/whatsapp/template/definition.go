@@ -56,6 +56,10 @@ type Button struct {
 	PhoneNumber string          `json:"phone_number,omitempty"`
 	OTPType     string          `json:"otp_type,omitempty"` // COPY_CODE, ONE_TAP, ZERO_TAP
 	Example     json.RawMessage `json:"example,omitempty"`
+	// Flow buttons: the Flow the button opens, and how.
+	FlowID         string `json:"flow_id,omitempty"`
+	FlowAction     string `json:"flow_action,omitempty"`     // NAVIGATE or DATA_EXCHANGE
+	NavigateScreen string `json:"navigate_screen,omitempty"` // the first screen, with NAVIGATE
 }
 
 // Templates is the body of a message_templates answer.
@@ -181,7 +185,8 @@ func (d Definition) HeaderParams() []string {
 
 // ButtonNeeds says what button i takes at send time: "url" (a URL suffix),
 // "payload" (a quick reply's payload, optional), "coupon" (a copy-code
-// button's code), "code" (an authentication template's code), "" for a
+// button's code), "code" (an authentication template's code), "flow" (a
+// Flow button's flow_token and flow_action_data, both optional), "" for a
 // button that takes nothing, or "unsupported:TYPE".
 func (d Definition) ButtonNeeds(i int) string {
 	bs := d.Buttons()
@@ -205,6 +210,8 @@ func (d Definition) ButtonNeeds(i int) string {
 		return "payload"
 	case "COPY_CODE":
 		return "coupon"
+	case "FLOW":
+		return "flow"
 	case "PHONE_NUMBER", "VOICE_CALL":
 		return ""
 	}

@@ -64,6 +64,8 @@ func fittingColumns(def template.Definition) []string {
 		switch need := def.ButtonNeeds(i); need {
 		case "url", "payload", "coupon":
 			cols = append(cols, fmt.Sprintf("button.%d.%s", i, need))
+		case "flow":
+			cols = append(cols, fmt.Sprintf("button.%d.flow_token", i), fmt.Sprintf("button.%d.flow_action_data", i))
 		}
 	}
 	return cols
@@ -80,6 +82,8 @@ func goodValue(s template.Slot) string {
 		return "13.4"
 	case "auth.code":
 		return "123456"
+	case "button.flow_action_data":
+		return `{"first_name":"Ana"}`
 	}
 	return "x"
 }
@@ -97,6 +101,8 @@ func FuzzParseDefinitions(f *testing.F) {
 	f.Add(b, "name,discount,header.image,button.0.url", "button.1.payload=STOP", "Ana|20%|https://cdn.example.com/a.jpg|A1")
 	f.Add([]byte(raw[1]), "first_name,order_id,button.0.url", "ship_date=May 2", "Ana|A-1|A-1")
 	f.Add([]byte(`[{"name":"t","language":"en","status":"APPROVED","components":[{"type":"BODY","text":"{{1}}"}]}]`), "a", "", "x")
+	f.Add([]byte(`[{"name":"t","language":"en","status":"APPROVED","components":[{"type":"BUTTONS","buttons":[{"type":"FLOW"},{"type":"flow"}]}]}]`),
+		"button.0.flow_token,button.0.flow_action_data,button.1.flow_action_data", "button.1.flow_token=T", `tok|{"a":1}|[1]`)
 
 	f.Fuzz(func(t *testing.T, definition []byte, columns, params, row string) {
 		in := template.Input{Columns: strings.Split(columns, ",")}
@@ -176,6 +182,11 @@ func checkRow(t *testing.T, def template.Definition, m *template.Mapping, cells 
 			if len(c.Index) != 1 || c.Index[0] < '0' || c.Index[0] > '9' {
 				t.Errorf("button index %q, want 0 to 9: %s", c.Index, b)
 			}
+			// Meta's ButtonComponent requires a parameter: a button
+			// given nothing is left out.
+			if len(c.Parameters) != 1 {
+				t.Errorf("button %s has %d parameters, want 1: %s", c.Index, len(c.Parameters), b)
+			}
 		}
 		for _, p := range c.Parameters {
 			if why := oneValue(p); why != "" {
@@ -198,9 +209,18 @@ func oneValue(p template.Parameter) string {
 	set := map[string]bool{
 		"text": p.Text != "", "payload": p.Payload != "", "coupon_code": p.CouponCode != "",
 		"image": p.Image != nil, "video": p.Video != nil, "document": p.Document != nil, "location": p.Location != nil,
+		"action": p.Action != nil,
 	}
 	if !set[p.Type] {
 		return "no " + p.Type
+	}
+	if a := p.Action; a != nil {
+		if a.FlowToken == "" && a.FlowActionData == nil {
+			return "an action with neither flow_token nor flow_action_data"
+		}
+		if a.FlowActionData != nil && flowDataBreaks(string(a.FlowActionData)) != "" {
+			return "flow_action_data " + flowDataBreaks(string(a.FlowActionData))
+		}
 	}
 	for k, ok := range set {
 		if ok && k != p.Type {
@@ -230,6 +250,7 @@ var validateCases = []validateCase{
 	{"invoice_ready", "name,invoice,header.document,header.filename", []string{"Ana", "INV-1", "1339522734477770", "INV-1.pdf"}},
 	{"store_visit", "order,header.latitude,header.longitude,header.name,header.address", []string{"A1", "52.52", "13.40", "Shop", "Main St 1"}},
 	{"hello", "name", []string{"Ana"}},
+	{"event_signup", "name,button.1.flow_token,button.1.flow_action_data,button.0.payload", []string{"Ana", "TOKEN-1", `{"first_name":"Ana"}`, "NO"}},
 }
 
 // FuzzValidate: no cell value may panic Validate or Components, and a
@@ -264,7 +285,8 @@ func FuzzValidate(f *testing.F) {
 		}
 	}
 	for _, v := range []string{"", " ", "a\nb", "a\r\nb", "a\tb", "a    b", "a     b", "é", strings.Repeat("x", 1025),
-		"-90", "180.0", "91", "1e2", "https://", "https://x/ y", "0", "%", "ä"} {
+		"-90", "180.0", "91", "1e2", "https://", "https://x/ y", "0", "%", "ä",
+		"{}", `{"a":1}`, `{"a":"\n"}`, "{\n\"a\": 1\n}", `["a"]`, `"a"`, "null", `{"a":1}{}`, `{"a":1,"a":2}`} {
 		f.Add(v)
 	}
 
@@ -283,6 +305,13 @@ func FuzzValidate(f *testing.F) {
 				}
 				if bad := breaks(c.m, b.Slot, v); bad != "" {
 					t.Errorf("Validate accepts %q for %s: %s", v, b.Key(), bad)
+				}
+				for _, comp := range comps {
+					for _, p := range comp.Parameters {
+						if why := oneValue(p); why != "" {
+							t.Errorf("%q for %s: %s parameter %s: %s", v, b.Key(), comp.Type, mustMarshal(p), why)
+						}
+					}
 				}
 			}
 		}
@@ -320,10 +349,30 @@ func breaks(m *template.Mapping, s template.Slot, v string) string {
 			return "not something a URL carries as it is"
 		}
 	}
+	if s.Part == template.Btn && s.Kind == "flow_action_data" && v != "" { // empty: no data sent
+		return flowDataBreaks(v)
+	}
 	if s.Part == template.Auth || s.Part == template.Btn && s.Kind == "coupon" {
 		if utf8.RuneCountInString(v) > template.CodeMax {
 			return fmt.Sprintf("longer than %d characters", template.CodeMax)
 		}
+	}
+	return ""
+}
+
+// flowDataBreaks says why v is not the text of a non-empty JSON object,
+// decoded another way than the package does (into any, then a type switch).
+func flowDataBreaks(v string) string {
+	var x any
+	if err := json.Unmarshal([]byte(v), &x); err != nil {
+		return "not JSON"
+	}
+	obj, ok := x.(map[string]any)
+	switch {
+	case !ok:
+		return "not a JSON object"
+	case len(obj) == 0:
+		return "an empty object"
 	}
 	return ""
 }

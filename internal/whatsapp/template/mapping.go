@@ -26,6 +26,9 @@ import (
 //	button.N.url            button N's URL suffix (N is the index, 0 to 9)
 //	button.N.payload        quick-reply button N's payload (optional)
 //	button.N.coupon         copy-code button N's code
+//	button.N.flow_token     Flow button N's flow token (optional)
+//	button.N.flow_action_data  Flow button N's data for the Flow's first
+//	                        screen: a JSON object's text (optional)
 //	auth.code               an authentication template's code (Meta needs it
 //	                        in the body and in the button)
 //
@@ -44,7 +47,7 @@ const (
 // Slot is a place in the template that a column or a constant fills.
 type Slot struct {
 	Part  string `json:"part"`            // header, body, button, auth
-	Kind  string `json:"kind,omitempty"`  // header: text, image…; button: url, payload, coupon; auth: code
+	Kind  string `json:"kind,omitempty"`  // header: text, image…; button: url, payload, coupon, flow_token, flow_action_data; auth: code
 	Index int    `json:"index,omitempty"` // button index
 	Name  string `json:"name,omitempty"`  // named body parameter
 }
@@ -63,7 +66,15 @@ func (s Slot) Key() string {
 }
 
 var headerKinds = []string{"text", "image", "video", "document", "filename", "latitude", "longitude", "name", "address"}
-var buttonKinds = []string{"url", "payload", "coupon"}
+var buttonKinds = []string{"url", "payload", "coupon", "flow_token", "flow_action_data"}
+
+// flowKind reports whether a button slot's kind is one of a Flow button's
+// two values, which fill the one button together.
+func flowKind(kind string) bool { return kind == "flow_token" || kind == "flow_action_data" }
+
+// fills reports whether a button slot of kind fills a button that needs
+// need (Definition.ButtonNeeds).
+func fills(need, kind string) bool { return need == kind || need == "flow" && flowKind(kind) }
 
 var paramNameRE = regexp.MustCompile(`^[a-z0-9_]+$`)
 
@@ -83,8 +94,13 @@ func ParseKey(name string) (Slot, error) {
 		return Slot{}, fmt.Errorf("%q: a header column is one of header.%s", name, strings.Join(headerKinds, ", header."))
 	case Btn:
 		n, kind, ok := strings.Cut(rest, ".")
-		if !ok || len(n) != 1 || n[0] < '0' || n[0] > '9' || !slices.Contains(buttonKinds, kind) {
-			return Slot{}, fmt.Errorf("%q: a button column is button.N.url, button.N.payload or button.N.coupon, N the button's index from 0 to 9", name)
+		index := len(n) == 1 && n[0] >= '0' && n[0] <= '9'
+		if !ok || !index || !slices.Contains(buttonKinds, kind) {
+			hint := ""
+			if index {
+				hint = suggest(key) // a mistyped kind (flowtoken); never another index
+			}
+			return Slot{}, fmt.Errorf("%q: a button column is button.N.url, button.N.payload, button.N.coupon, button.N.flow_token or button.N.flow_action_data, N the button's index from 0 to 9%s", name, hint)
 		}
 		return Slot{Part: Btn, Kind: kind, Index: int(n[0] - '0')}, nil
 	case Auth:
@@ -345,15 +361,17 @@ func (m *Mapping) consistent() Problems {
 			probs = append(probs, b.source()+": a location's name and address go with header.latitude and header.longitude")
 		}
 	}
-	buttons := map[int]string{}
+	buttons := map[int]Binding{}
 	for _, b := range m.Bindings {
 		if b.Part != Btn {
 			continue
 		}
-		if prev, ok := buttons[b.Index]; ok {
-			probs = append(probs, fmt.Sprintf("%s and %s: button %d is one button", prev, b.source(), b.Index))
+		// A Flow button takes a token and data together; any other two
+		// values for one button are two buttons' worth.
+		if prev, ok := buttons[b.Index]; ok && !(flowKind(prev.Kind) && flowKind(b.Kind)) {
+			probs = append(probs, fmt.Sprintf("%s and %s: button %d is one button", prev.source(), b.source(), b.Index))
 		}
-		buttons[b.Index] = b.source()
+		buttons[b.Index] = b
 	}
 	if a, ok := m.find(Auth, "code", 0); ok {
 		for _, b := range m.Bindings {
@@ -425,7 +443,7 @@ func (m *Mapping) against(def Definition) Problems {
 			continue
 		}
 		need := def.ButtonNeeds(b.Index)
-		if need != b.Kind {
+		if !fills(need, b.Kind) {
 			probs = append(probs, fmt.Sprintf("%s: button %d is %s", b.source(), b.Index, describeButton(buttons[b.Index], need, b.Index)))
 		}
 	}
@@ -435,7 +453,9 @@ func (m *Mapping) against(def Definition) Problems {
 			if _, ok := m.find(Btn, need, i); !ok {
 				probs = append(probs, fmt.Sprintf("button %d is %s: it needs a button.%d.%s column, or --param button.%d.%s=…", i, buttonKind(buttons[i], need), i, need, i, need))
 			}
-		case "", "payload", "code":
+		case "", "payload", "code", "flow":
+			// Nothing to fill, or optional: a Flow button without a
+			// value is sent with no component (see Components).
 		default:
 			probs = append(probs, fmt.Sprintf("button %d is a %s button, which bulksend cannot fill", i, strings.TrimPrefix(need, "unsupported:")))
 		}
@@ -485,6 +505,8 @@ func buttonKind(b Button, need string) string {
 		return fmt.Sprintf("a URL button (%s)", b.URL)
 	case "coupon":
 		return "a copy-code button"
+	case "flow":
+		return "a Flow button"
 	}
 	return "a " + strings.ToLower(b.Type) + " button"
 }
@@ -499,6 +521,8 @@ func describeButton(b Button, need string, i int) string {
 		return fmt.Sprintf("a copy-code button: use button.%d.coupon", i)
 	case "code":
 		return "the authentication code's button: use auth.code"
+	case "flow":
+		return fmt.Sprintf("a Flow button: use button.%d.flow_token and button.%d.flow_action_data (both optional)", i, i)
 	case "":
 		return fmt.Sprintf("a %s button that takes no value", strings.ToLower(b.Type))
 	}

@@ -66,7 +66,9 @@ func TestDefinitionParams(t *testing.T) {
 		{"login_code", "1", "", "code"},
 		{"fall_coupon", "1,2", "1", "payload,coupon"},
 		{"event_named", "first_name", "event", ""},
-		{"flow_offer", "", "", "unsupported:FLOW"},
+		{"flow_offer", "", "", "flow"},
+		{"event_signup", "1", "", "payload,flow"},
+		{"catalog_offer", "", "", "unsupported:CATALOG"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := defs[tc.name]
@@ -157,8 +159,36 @@ func TestNewAgainstDefinition(t *testing.T) {
 			want: []string{`column "code": an authentication template takes only its code, in an auth.code column`, "its code goes in an auth.code column"}},
 		{name: "code on a marketing template", template: "hello", columns: "name,auth.code",
 			want: []string{`column "name": an authentication template takes only its code (column "auth.code")`, `column "auth.code": the template is utility, not an authentication template`}},
-		{name: "unsupported button", template: "flow_offer", columns: "",
-			want: []string{"button 0 is a FLOW button, which bulksend cannot fill"}},
+		{name: "unsupported button", template: "catalog_offer", columns: "",
+			want: []string{"button 0 is a CATALOG button, which bulksend cannot fill"}},
+		{name: "unsupported button given a value", template: "catalog_offer", columns: "button.0.payload",
+			want: []string{`column "button.0.payload": button 0 is a CATALOG button, which bulksend cannot fill`, "button 0 is a CATALOG button, which bulksend cannot fill"}},
+
+		// Flow buttons: both values optional, given by column or --param.
+		{name: "flow button without values", template: "flow_offer"},
+		{name: "flow token", template: "flow_offer", columns: "button.0.flow_token"},
+		{name: "flow data", template: "flow_offer", columns: "button.0.flow_action_data"},
+		{name: "flow token and data", template: "flow_offer", columns: "button.0.flow_token,button.0.flow_action_data"},
+		{name: "flow token column, data once", template: "event_signup", columns: "name,button.1.flow_token,button.0.payload",
+			consts: []template.Const{{Key: "button.1.flow_action_data", Value: `{"source":"spring"}`}}},
+		{name: "flow token once", template: "event_signup", columns: "name",
+			consts: []template.Const{{Key: "button.1.flow_token", Value: "OPEN-DAY-2026"}}},
+		{name: "flow data once, not an object", template: "flow_offer",
+			consts: []template.Const{{Key: "button.0.flow_action_data", Value: `["spring"]`}},
+			want:   []string{"--param button.0.flow_action_data: is not a JSON object but a JSON array"}},
+		{name: "flow data once, empty object", template: "flow_offer",
+			consts: []template.Const{{Key: "button.0.flow_action_data", Value: `{}`}},
+			want:   []string{"--param button.0.flow_action_data: is an empty JSON object"}},
+		{name: "flow value for a quick reply", template: "event_signup", columns: "name,button.0.flow_token",
+			want: []string{`column "button.0.flow_token": button 0 is a quick-reply button: use button.0.payload`}},
+		{name: "payload for a flow button", template: "event_signup", columns: "name,button.1.payload",
+			want: []string{`column "button.1.payload": button 1 is a Flow button: use button.1.flow_token and button.1.flow_action_data (both optional)`}},
+		{name: "url for a flow button", template: "flow_offer", columns: "button.0.url",
+			want: []string{`column "button.0.url": button 0 is a Flow button: use button.0.flow_token`}},
+		{name: "flow button index the template lacks", template: "flow_offer", columns: "button.1.flow_token",
+			want: []string{`column "button.1.flow_token": the template has one button (index 0)`}},
+		{name: "flow value on a url button", template: "spring_sale", columns: "name,discount,header.image,button.0.flow_action_data",
+			want: []string{`column "button.0.flow_action_data": button 0 is a URL button (https://shop.example.com/spring?c={{1}}): use button.0.url`, "it needs a button.0.url column"}},
 		{name: "unknown ignore", template: "hello", columns: "name", ignore: []string{"nmae"},
 			want: []string{`--ignore-column "nmae": the CSV has no such column`}},
 		{name: "positional constant", template: "hello", consts: []template.Const{{Key: "name", Value: "x"}},
@@ -247,6 +277,11 @@ func TestNewWithoutDefinition(t *testing.T) {
 		{name: "filename alone", columns: "header.image,header.filename", want: "a file name goes with header.document"},
 		{name: "half a location", columns: "header.latitude", want: "needs both header.latitude and header.longitude"},
 		{name: "button twice", columns: "button.1.url,button.1.payload", want: "button 1 is one button"},
+		{name: "flow token and data fill one button", columns: "button.1.flow_token,button.1.flow_action_data"},
+		{name: "flow token beside a payload", columns: "button.1.flow_token,button.1.payload", want: `column "button.1.flow_token" and column "button.1.payload": button 1 is one button`},
+		{name: "flow token twice", columns: "button.1.flow_token,Button.1.Flow_Token", want: "both fill button.1.flow_token"},
+		{name: "flow kind mistyped", columns: "button.0.flowtoken", want: "(did you mean button.0.flow_token?)"},
+		{name: "flow key named", columns: "button.0.flow", want: "button.N.flow_token or button.N.flow_action_data"},
 		{name: "named header without definition", columns: "header.text", named: true, want: "pass --waba"},
 		{name: "other dotted name", columns: "addr.line1", want: `"addr.line1": a name with a dot is one of header.…, button.N.… or auth.code`},
 		{name: "mistyped prefix", columns: "buttons.0.url", want: `"buttons.0.url": a name with a dot is one of header.…, button.N.… or auth.code (did you mean button.0.url?)`},
@@ -287,6 +322,7 @@ func TestValidate(t *testing.T) {
 	auth := mapping("login_code", "auth.code")
 	doc := mapping("invoice_ready", "name,invoice,header.document,header.filename")
 	loc := mapping("store_visit", "order,header.latitude,header.longitude,header.name,header.address")
+	flow := mapping("event_signup", "name,button.1.flow_token,button.1.flow_action_data")
 	long1025 := strings.Repeat("é", 1025)
 	for _, tc := range []struct {
 		name  string
@@ -334,6 +370,26 @@ func TestValidate(t *testing.T) {
 		{"C1 in body", spring, []string{"Ana\u0085", "20%", "https://cdn.example.com/a.jpg", "A1", ""}, `column "name": has a control character (U+0085)`},
 		{"DEL in file name", doc, []string{"Ana", "INV-1", "https://cdn.example.com/i.pdf", "a\x7f.pdf"}, `column "header.filename": has a control character (U+007F)`},
 		{"tab in file name", doc, []string{"Ana", "INV-1", "https://cdn.example.com/i.pdf", "a\t.pdf"}, `column "header.filename": has a control character (U+0009)`},
+
+		// Flow buttons.
+		{"flow token and data", flow, []string{"Ana", "TOKEN-1", `{"first_name":"Ana","seats":2,"vip":true,"tags":["a"],"more":{"k":null}}`}, ""},
+		{"flow token only", flow, []string{"Ana", "TOKEN-1", ""}, ""},
+		{"flow data only", flow, []string{"Ana", "", `{"first_name":"Ana"}`}, ""},
+		{"flow button given nothing", flow, []string{"Ana", "", ""}, ""},
+		{"flow data pretty-printed", flow, []string{"Ana", "", "{\n\t\"first_name\": \"Ana\"\r\n}"}, ""},
+		{"flow data not JSON", flow, []string{"Ana", "", `{first_name: Ana}`}, `column "button.1.flow_action_data": is not a JSON object (invalid character 'f' looking for beginning of object key string at byte 2): write the Flow's data as a JSON object, e.g. {"first_name":"Ana"}`},
+		{"flow data cut short", flow, []string{"Ana", "", `{"first_name":"Ana"`}, `column "button.1.flow_action_data": is not a JSON object (unexpected end of JSON input at byte`},
+		{"flow data with quotes Excel doubled", flow, []string{"Ana", "", `{""first_name"":""Ana""}`}, "is not a JSON object (invalid character"},
+		{"flow data a string", flow, []string{"Ana", "", `"Ana"`}, "is not a JSON object but a JSON string"},
+		{"flow data an array", flow, []string{"Ana", "", ` [{"a":1}]`}, "is not a JSON object but a JSON array"},
+		{"flow data a number", flow, []string{"Ana", "", `12`}, "is not a JSON object but a JSON number"},
+		{"flow data null", flow, []string{"Ana", "", `null`}, "is not a JSON object but null"},
+		{"flow data true", flow, []string{"Ana", "", `true`}, "is not a JSON object but a JSON boolean"},
+		{"flow data empty object", flow, []string{"Ana", "", ` { } `}, `column "button.1.flow_action_data": is an empty JSON object: leave the cell empty to send the Flow no data`},
+		{"flow data two objects", flow, []string{"Ana", "", `{"a":1}{"b":2}`}, "is not a JSON object (invalid character '{' after top-level value"},
+		{"flow data with an escape sequence", flow, []string{"Ana", "", "{\"a\":\"\x1b[2J\"}"}, "is not a JSON object (invalid character"},
+		{"flow data with C1 in a string", flow, []string{"Ana", "", "{\"a\":\"\u0085\"}"}, `column "button.1.flow_action_data": has a control character (U+0085)`},
+		{"flow token with a line break", flow, []string{"Ana", "TOKEN\n1", ""}, `column "button.1.flow_token": has a control character (U+000A)`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := tc.m.Validate(tc.cells)
@@ -374,6 +430,18 @@ func TestComponents(t *testing.T) {
 			`[{"type":"header","parameters":[{"type":"location","location":{"latitude":"52.52","longitude":"13.40","name":"Shop","address":"Main St 1"}}]},{"type":"body","parameters":[{"type":"text","text":"A1"}]}]`},
 		{"event_named", "first_name,header.text", nil, []string{"Ana", "Launch"},
 			`[{"type":"header","parameters":[{"type":"text","parameter_name":"event","text":"Launch"}]},{"type":"body","parameters":[{"type":"text","parameter_name":"first_name","text":"Ana"}]}]`},
+		// Flow buttons: the token and the data share one action parameter;
+		// the data is the object the cell writes, compacted.
+		{"event_signup", "name,button.1.flow_action_data,button.1.flow_token,button.0.payload", nil, []string{"Ana", "{ \"first_name\": \"Ana\",\n \"seats\": [1, 2] }", "TOKEN-1", "NO"},
+			`[{"type":"body","parameters":[{"type":"text","text":"Ana"}]},{"type":"button","sub_type":"quick_reply","index":"0","parameters":[{"type":"payload","payload":"NO"}]},{"type":"button","sub_type":"flow","index":"1","parameters":[{"type":"action","action":{"flow_token":"TOKEN-1","flow_action_data":{"first_name":"Ana","seats":[1,2]}}}]}]`},
+		{"event_signup", "name,button.1.flow_token", nil, []string{"Ana", "TOKEN-1"},
+			`[{"type":"body","parameters":[{"type":"text","text":"Ana"}]},{"type":"button","sub_type":"flow","index":"1","parameters":[{"type":"action","action":{"flow_token":"TOKEN-1"}}]}]`},
+		{"event_signup", "name,button.1.flow_token", []template.Const{{Key: "button.1.flow_action_data", Value: `{"source": "spring"}`}}, []string{"Ana", ""},
+			`[{"type":"body","parameters":[{"type":"text","text":"Ana"}]},{"type":"button","sub_type":"flow","index":"1","parameters":[{"type":"action","action":{"flow_action_data":{"source":"spring"}}}]}]`},
+		// Nothing for the Flow button in this row: no button component.
+		{"event_signup", "name,button.1.flow_token,button.1.flow_action_data", nil, []string{"Ana", "", ""},
+			`[{"type":"body","parameters":[{"type":"text","text":"Ana"}]}]`},
+		{"flow_offer", "", nil, nil, `null`},
 	} {
 		t.Run(tc.template, func(t *testing.T) {
 			def := defs[tc.template]
@@ -409,5 +477,33 @@ func TestPositional(t *testing.T) {
 	}
 	if s := m.Summary(); s != "body {{1}} ← Name; body {{2}} ← code" {
 		t.Errorf("Summary = %q", s)
+	}
+}
+
+// TestSummary: the plan's mapping line names each slot and what fills it,
+// a Flow button's token and data among them.
+func TestSummary(t *testing.T) {
+	defs := definitions(t)
+	for _, tc := range []struct {
+		template, columns string
+		consts            []template.Const
+		ignore            []string
+		want              string
+	}{
+		{"event_signup", "name,Flow Token,button.1.flow_token", []template.Const{{Key: "button.1.flow_action_data", Value: `{"source":"spring"}`}}, []string{"flow token"},
+			"body {{1}} ← name; button.1.flow_token ← button.1.flow_token; button.1.flow_action_data ← --param; ignored: flow token"},
+		{"flow_offer", "button.0.flow_action_data", nil, nil, "button.0.flow_action_data ← button.0.flow_action_data"},
+		{"flow_offer", "", nil, nil, "no parameters"},
+	} {
+		t.Run(tc.want, func(t *testing.T) {
+			def := defs[tc.template]
+			m, err := template.New(template.Input{Columns: split(tc.columns), Consts: tc.consts, Ignore: tc.ignore}, &def)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := m.Summary(); got != tc.want {
+				t.Errorf("Summary = %q, want %q", got, tc.want)
+			}
+		})
 	}
 }

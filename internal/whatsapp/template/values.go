@@ -1,6 +1,9 @@
 package template
 
 import (
+	"bytes"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -29,7 +32,7 @@ func (m *Mapping) Validate(cells []string) string {
 		if why := m.check(b, v); why != "" {
 			return fmt.Sprintf("column %q: %s", b.Column, why)
 		}
-		if r, ok := control(v); ok {
+		if r, ok := control(v, b.Part == Btn && b.Kind == "flow_action_data"); ok {
 			return fmt.Sprintf("column %q: has a control character (%U)", b.Column, r)
 		}
 	}
@@ -38,9 +41,15 @@ func (m *Mapping) Validate(cells []string) string {
 
 // control returns the first control character in v: C0 (the line breaks
 // and tabs that Meta refuses have their own reasons, found first), DEL and
-// C1. None is meant for a phone, and a terminal acts on them.
-func control(v string) (rune, bool) {
+// C1. None is meant for a phone, and a terminal acts on them. With
+// jsonSpace, tabs and line breaks are let through: in a JSON text (a Flow's
+// data, pasted pretty-printed) they are white space between tokens, which
+// Components drops, and JSON refuses them inside strings.
+func control(v string, jsonSpace bool) (rune, bool) {
 	for _, r := range v {
+		if jsonSpace && (r == '\t' || r == '\n' || r == '\r') {
+			continue
+		}
 		if r < 0x20 || r >= 0x7f && r <= 0x9f {
 			return r, true
 		}
@@ -48,10 +57,11 @@ func control(v string) (rune, bool) {
 	return 0, false
 }
 
-// optional slots may be empty in a row: the value is left out.
+// optional slots may be empty in a row: the value is left out. A Flow
+// button whose token and data are both empty gets no component at all.
 func optional(s Slot) bool {
 	return s.Part == Header && (s.Kind == "filename" || s.Kind == "name" || s.Kind == "address") ||
-		s.Part == Btn && s.Kind == "payload"
+		s.Part == Btn && (s.Kind == "payload" || flowKind(s.Kind))
 }
 
 // check returns why v cannot fill b's slot, or "".
@@ -81,6 +91,8 @@ func (m *Mapping) check(b Binding, v string) string {
 		return urlSuffixRule(v)
 	case b.Part == Btn && b.Kind == "coupon":
 		return couponRule(v)
+	case b.Part == Btn && b.Kind == "flow_action_data":
+		return flowDataRule(v)
 	case b.Part == Auth:
 		if why := codeRule(v, "an authentication code"); why != "" {
 			return why
@@ -196,6 +208,57 @@ func couponRule(v string) string {
 	return ""
 }
 
+// flowDataRule: a Flow button's flow_action_data is a JSON object, the data
+// of the Flow's first screen (Meta's OpenAPI example "Send Flow Template
+// Message": "flow_action_data": {"<CUSTOM_KEY>": "<CUSTOM_VALUE>"}). A cell
+// holds it as its JSON text, {"first_name":"Ana","plan":"gold"}, which is
+// sent as the object it writes (compacted), never as a string. Any other
+// JSON (a string, a number, an array, null) is refused, not wrapped: only
+// the operator knows the keys the Flow reads. So is an empty object: Meta
+// takes a Flow's first-screen data only as a non-empty object (Flow
+// messages' flow_action_payload.data); an empty cell sends none. Meta
+// documents no length limit; a cell is at most 64 KB.
+func flowDataRule(v string) string {
+	const how = `: write the Flow's data as a JSON object, e.g. {"first_name":"Ana"}`
+	var obj map[string]json.RawMessage
+	err := json.Unmarshal([]byte(v), &obj)
+	var syntax *json.SyntaxError
+	switch {
+	case errors.As(err, &syntax):
+		return fmt.Sprintf("is not a JSON object (%v at byte %d)%s", err, syntax.Offset, how)
+	case err != nil || obj == nil: // valid JSON of another type, or null
+		return fmt.Sprintf("is not a JSON object but %s%s", jsonKind(v), how)
+	case len(obj) == 0:
+		return "is an empty JSON object: leave the cell empty to send the Flow no data"
+	}
+	return ""
+}
+
+// jsonKind names the type of the valid JSON text v.
+func jsonKind(v string) string {
+	switch t := strings.TrimLeft(v, " \t\r\n"); {
+	case strings.HasPrefix(t, `"`):
+		return "a JSON string"
+	case strings.HasPrefix(t, "["):
+		return "a JSON array"
+	case strings.HasPrefix(t, "null"):
+		return "null"
+	case strings.HasPrefix(t, "true"), strings.HasPrefix(t, "false"):
+		return "a JSON boolean"
+	}
+	return "a JSON number"
+}
+
+// flowData is the JSON object v writes, compacted, or nil when v is not a
+// non-empty JSON object (which Validate refuses).
+func flowData(v string) json.RawMessage {
+	var buf bytes.Buffer
+	if json.Compact(&buf, []byte(v)) != nil || buf.Len() <= 2 || buf.Bytes()[0] != '{' {
+		return nil
+	}
+	return buf.Bytes()
+}
+
 // urlSuffixRule keeps to the characters a URL may carry (RFC 3986's
 // unreserved and reserved ones, and percent escapes): Meta appends the
 // suffix to the button's URL as it is.
@@ -248,13 +311,14 @@ func (m *Mapping) Components(cells []string) []SendComponent {
 		out = append(out, SendComponent{Type: Btn, SubType: "url", Index: "0", Parameters: []Parameter{{Type: "text", Text: val(code)}}})
 	}
 	var buttons []SendComponent
+	flows := map[int]*Action{} // a Flow button's token and data share one parameter
 	for _, b := range m.Bindings {
 		if b.Part != Btn {
 			continue
 		}
 		v := val(b)
 		if v == "" {
-			continue // an optional payload
+			continue // an optional payload, flow token or flow data
 		}
 		c := SendComponent{Type: Btn, Index: strconv.Itoa(b.Index)}
 		switch b.Kind {
@@ -264,8 +328,29 @@ func (m *Mapping) Components(cells []string) []SendComponent {
 			c.SubType, c.Parameters = "quick_reply", []Parameter{{Type: "payload", Payload: v}}
 		case "coupon":
 			c.SubType, c.Parameters = "copy_code", []Parameter{{Type: "coupon_code", CouponCode: v}}
+		case "flow_token", "flow_action_data":
+			a := flows[b.Index]
+			if a == nil {
+				a = &Action{}
+				flows[b.Index] = a
+			}
+			if b.Kind == "flow_token" {
+				a.FlowToken = v
+			} else {
+				a.FlowActionData = flowData(v)
+			}
+			continue
 		}
 		buttons = append(buttons, c)
+	}
+	// A Flow button given nothing has no component: Meta's ButtonComponent
+	// requires one parameter at least, and the Flow opens without a token
+	// or data.
+	for i, a := range flows {
+		if a.FlowToken != "" || a.FlowActionData != nil {
+			buttons = append(buttons, SendComponent{Type: Btn, SubType: "flow", Index: strconv.Itoa(i),
+				Parameters: []Parameter{{Type: "action", Action: a}}})
+		}
 	}
 	slices.SortStableFunc(buttons, func(a, b SendComponent) int { return strings.Compare(a.Index, b.Index) })
 	return append(out, buttons...)

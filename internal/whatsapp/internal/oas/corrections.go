@@ -19,8 +19,11 @@ type correction struct {
 
 const schemas = "/components/schemas/"
 
-// buttonSubTypes is Meta's sub_type enum plus copy_code.
-const buttonSubTypes = `["quick_reply", "url", "catalog", "copy_code"]`
+// buttonSubTypes is Meta's sub_type enum plus copy_code and flow.
+const buttonSubTypes = `["quick_reply", "url", "catalog", "copy_code", "flow"]`
+
+// subTypesWhy is why buttonSubTypes corrects Meta's enum.
+const subTypesWhy = "Coupon code templates: a copy-code button is sent with sub_type copy_code; Flows templates and the file's own example Send Flow Template Message: a Flow button with sub_type flow"
 
 // corrections are applied in order by LoadFile. Each one is needed: the
 // tests send Meta's documented shape through the document without it.
@@ -43,19 +46,19 @@ var corrections = []correction{
 		Pointer: schemas + "TemplateComponent/properties/sub_type/enum",
 		Was:     `["quick_reply", "url", "catalog"]`,
 		Value:   buttonSubTypes,
-		Why:     "Coupon code templates: a copy-code button is sent with sub_type copy_code",
+		Why:     subTypesWhy,
 	},
 	{
 		Pointer: schemas + "ButtonComponent/allOf/1/properties/sub_type/enum",
 		Was:     `["quick_reply", "url", "catalog"]`,
 		Value:   buttonSubTypes,
-		Why:     "Coupon code templates: a copy-code button is sent with sub_type copy_code",
+		Why:     subTypesWhy,
 	},
 	{
 		Pointer: schemas + "ButtonParameterObject/properties/type/enum",
 		Was:     `["payload", "text"]`,
-		Value:   `["payload", "text", "coupon_code"]`,
-		Why:     "Coupon code templates: the copy-code button's parameter is {type: coupon_code, coupon_code}",
+		Value:   `["payload", "text", "coupon_code", "action"]`,
+		Why:     "Coupon code templates: the copy-code button's parameter is {type: coupon_code, coupon_code}; Send Flow Template Message: a Flow button's is {type: action, action}",
 	},
 	{
 		Pointer: schemas + "ButtonParameterObject/discriminator/mapping/coupon_code",
@@ -70,6 +73,25 @@ var corrections = []correction{
 				"type": {"enum": ["coupon_code"]},
 				"coupon_code": {"type": "string"}}}]}`,
 		Why: "Coupon code templates: the copy-code button's parameter is {type: coupon_code, coupon_code}",
+	},
+	{
+		Pointer: schemas + "ButtonParameterObject/discriminator/mapping/action",
+		Value:   `"#/components/schemas/ButtonActionParameter"`,
+		Why:     "Send Flow Template Message (the file's own example): a Flow button's parameter is {type: action, action: {flow_token, flow_action_data}}",
+	},
+	{
+		// Both of the action's fields are optional (Flows templates);
+		// flow_action_data is the data of the Flow's first screen, which
+		// Meta takes only as a non-empty object (Flow messages).
+		Pointer: schemas + "ButtonActionParameter",
+		Value: `{"allOf": [
+			{"$ref": "#/components/schemas/ButtonParameterObject"},
+			{"type": "object", "required": ["action"], "properties": {
+				"type": {"enum": ["action"]},
+				"action": {"type": "object", "properties": {
+					"flow_token": {"type": "string", "minLength": 1},
+					"flow_action_data": {"type": "object", "minProperties": 1}}}}}]}`,
+		Why: "Send Flow Template Message (the file's own example): a Flow button's parameter is {type: action, action: {flow_token, flow_action_data}}",
 	},
 	{
 		Pointer: schemas + "ParameterObject/properties/type/enum",

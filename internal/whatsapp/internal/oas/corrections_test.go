@@ -71,6 +71,10 @@ const (
 	urlButton0 = `{"type":"button","sub_type":"url","index":"0","parameters":[{"type":"text","text":"123456"}]}`
 	// Coupon code templates.
 	copyCode = `{"type":"button","sub_type":"copy_code","index":"1","parameters":[{"type":"coupon_code","coupon_code":"25OFF"}]}`
+	// Flows templates; the document's own example "Send Flow Template
+	// Message".
+	flowButton = `{"type":"button","sub_type":"flow","index":"0","parameters":[{"type":"action",
+	  "action":{"flow_token":"SIGNUP-1","flow_action_data":{"first_name":"Ana"}}}]}`
 	// Location templates.
 	locationHeader = `{"type":"header","parameters":[{"type":"location","location":
 	  {"latitude":"52.520008","longitude":"13.404954","name":"Alexanderplatz","address":"10178 Berlin"}}]}`
@@ -92,6 +96,8 @@ func TestCorrectionsNeeded(t *testing.T) {
 		{schemas + "ButtonParameterObject/properties/type/enum", copyCode, "value must be one of"},
 		{schemas + "ButtonParameterObject/discriminator/mapping/coupon_code", copyCode, `type "coupon_code" has no schema in ButtonParameterObject's discriminator mapping`},
 		{schemas + "ButtonCouponCodeParameter", copyCode, `unknown schema "ButtonCouponCodeParameter"`},
+		{schemas + "ButtonParameterObject/discriminator/mapping/action", flowButton, `type "action" has no schema in ButtonParameterObject's discriminator mapping`},
+		{schemas + "ButtonActionParameter", flowButton, `unknown schema "ButtonActionParameter"`},
 		{schemas + "ParameterObject/properties/type/enum", locationHeader, "value must be one of"},
 		{schemas + "ParameterObject/discriminator/mapping/location", locationHeader, `type "location" has no schema in ParameterObject's discriminator mapping`},
 		{schemas + "LocationParameter", locationHeader, `unknown schema "LocationParameter"`},
@@ -148,6 +154,15 @@ func TestCorrectionsStillReject(t *testing.T) {
 		{"coupon code as a number", `{"type":"button","sub_type":"copy_code","index":"0","parameters":[{"type":"coupon_code","coupon_code":25}]}`, `at '/coupon_code': got number, want string`},
 		{"coupon_code in the body", `{"type":"body","parameters":[{"type":"coupon_code","coupon_code":"25OFF"}]}`, `at '/parameters/0/type': value must be one of 'currency'`},
 		{"location in a button", `{"type":"button","sub_type":"url","index":"0","parameters":[{"type":"location","location":{"latitude":"1","longitude":"2"}}]}`, `at '/parameters/0/type': value must be one of 'payload'`},
+		{"flow token only", `{"type":"button","sub_type":"flow","index":"0","parameters":[{"type":"action","action":{"flow_token":"T"}}]}`, ""},
+		{"flow data only", `{"type":"button","sub_type":"flow","index":"1","parameters":[{"type":"action","action":{"flow_action_data":{"a":[1,{"b":null}]}}}]}`, ""},
+		{"flow button without parameters", `{"type":"button","sub_type":"flow","index":"0","parameters":[]}`, "minItems"},
+		{"flow parameter without action", `{"type":"button","sub_type":"flow","index":"0","parameters":[{"type":"action","flow_token":"T"}]}`, `missing property 'action'`},
+		{"flow data as JSON text", `{"type":"button","sub_type":"flow","index":"0","parameters":[{"type":"action","action":{"flow_action_data":"{\"a\":1}"}}]}`, `at '/action/flow_action_data': got string, want object`},
+		{"flow data empty", `{"type":"button","sub_type":"flow","index":"0","parameters":[{"type":"action","action":{"flow_action_data":{}}}]}`, `minProperties`},
+		{"flow token a number", `{"type":"button","sub_type":"flow","index":"0","parameters":[{"type":"action","action":{"flow_token":1}}]}`, `at '/action/flow_token': got number, want string`},
+		{"flow token empty", `{"type":"button","sub_type":"flow","index":"0","parameters":[{"type":"action","action":{"flow_token":""}}]}`, `minLength`},
+		{"action in the body", `{"type":"body","parameters":[{"type":"action","action":{"flow_token":"T"}}]}`, `at '/parameters/0/type': value must be one of 'currency'`},
 		{"location without name and address", `{"type":"header","parameters":[{"type":"location","location":{"latitude":"52.5","longitude":"13.4"}}]}`, ""},
 		{"location without longitude", `{"type":"header","parameters":[{"type":"location","location":{"latitude":"52.5"}}]}`, `missing property 'longitude'`},
 		{"location with numeric coordinates", `{"type":"header","parameters":[{"type":"location","location":{"latitude":52.5,"longitude":13.4}}]}`, `at '/location/latitude': got number, want string`},

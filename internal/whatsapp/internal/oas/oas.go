@@ -31,6 +31,13 @@
 //     ButtonParameterObject/properties/type/enum gains coupon_code, which
 //     ButtonParameterObject/discriminator/mapping/coupon_code maps to a new
 //     ButtonCouponCodeParameter (Coupon code templates);
+//   - the same sub_type enums gain flow, and ButtonParameterObject's type
+//     enum gains action, which
+//     ButtonParameterObject/discriminator/mapping/action maps to a new
+//     ButtonActionParameter: {type: action, action: {flow_token,
+//     flow_action_data}}, both optional, the data a non-empty object
+//     (Flows templates; the file's own example "Send Flow Template
+//     Message", which its schemas reject);
 //   - ParameterObject/properties/type/enum gains location, which
 //     ParameterObject/discriminator/mapping/location maps to a new
 //     LocationParameter, whose location object is LocationMessage's with
