@@ -235,10 +235,10 @@ type Engine struct {
 
 	troubles map[string]*trouble // per sender, made by New
 
-	started                                         time.Time
+	started                                                   time.Time
 	sent, sentCost, held, failed, retries, throttled, inDoubt atomic.Int64
-	requests                                        atomic.Int64
-	unsentStreak                                    atomic.Int64
+	requests                                                  atomic.Int64
+	unsentStreak                                              atomic.Int64
 }
 
 // New returns an engine for cfg.
