@@ -83,9 +83,13 @@ func acceptances(b *testing.B, buf *lockedBuffer) []acceptance {
 	return out
 }
 
-// BenchmarkPacing: against the sandbox with 200 ms latency, one number at
-// 400/s and two numbers at 100/s each. Target: ≥ 97% of 400/s with no
-// one-second window over the limit; ≥ 95% of 200/s aggregate.
+// BenchmarkPacing: against the sandbox's strict window (every request
+// counted at its arrival, whatever its answer) with 200 ms latency, one
+// number at 400/s and two numbers at 100/s each. Target: ≥ 97% of 400/s
+// with no one-second window over the limit; ≥ 95% of 200/s aggregate.
+// Beside the largest second of acceptances it prints the strict window's
+// own: the most requests that arrived in any sliding second (over the
+// limit only if some were throttled).
 func BenchmarkPacing(b *testing.B) {
 	for _, tc := range []struct {
 		name    string
@@ -102,7 +106,7 @@ func BenchmarkPacing(b *testing.B) {
 				rows := int(tc.rate) * len(tc.senders) * tc.seconds
 				st := checkpoint(b, rows, tc.senders...)
 				acc := &lockedBuffer{}
-				sb := sandbox.New(sandbox.Config{Seed: 1, Rate: tc.rate, PairInterval: -1,
+				sb := sandbox.New(sandbox.Config{Seed: 1, Rate: tc.rate, PairInterval: -1, StrictWindow: true,
 					Latency: 200 * time.Millisecond, Jitter: 20 * time.Millisecond, Accepted: acc})
 				srv := httptest.NewServer(sb)
 				client := &whatsapp.Client{BaseURL: srv.URL, Version: "v23.0", Token: "t", TemplateName: "welcome", TemplateLang: "en_US", Timeout: 10 * time.Second, HTTP: whatsapp.NewHTTPClient(256)}
@@ -118,16 +122,20 @@ func BenchmarkPacing(b *testing.B) {
 				span := a[len(a)-1].at.Sub(a[0].at).Seconds()
 				achieved := float64(len(a)-1) / span
 				want := tc.rate * float64(len(tc.senders))
-				maxWin := 0
+				maxWin, maxArrivals := 0, 0
 				for _, n := range stats.MaxPerSecond {
 					maxWin = max(maxWin, n)
+				}
+				for _, n := range stats.MaxArrivals {
+					maxArrivals = max(maxArrivals, n)
 				}
 				b.ReportMetric(achieved, "msg/s")
 				b.ReportMetric(100*achieved/want, "%-of-limit")
 				b.ReportMetric(float64(maxWin), "max-1s-window")
+				b.ReportMetric(float64(maxArrivals), "max-1s-arrivals")
 				b.ReportMetric(float64(stats.Throttled), "throttled")
-				fmt.Printf("pacing %s: achieved %.1f msg/s = %.1f%% of %.0f (target ≥ %.0f%%); largest one-second window per number %d (limit %.0f); 130429 answers %d; rows %d, accepted %d\n",
-					tc.name, achieved, 100*achieved/want, want, 100*tc.target, maxWin, tc.rate, stats.Throttled, rows, stats.Accepted)
+				fmt.Printf("pacing %s: achieved %.1f msg/s = %.1f%% of %.0f (target ≥ %.0f%%); largest one-second window per number %d (limit %.0f), by arrival (the strict window: every request) %d; 130429 answers %d; rows %d, accepted %d\n",
+					tc.name, achieved, 100*achieved/want, want, 100*tc.target, maxWin, tc.rate, maxArrivals, stats.Throttled, rows, stats.Accepted)
 			}
 		})
 	}

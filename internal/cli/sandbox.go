@@ -54,7 +54,7 @@ POST /{version}/{phone-number-id}/messages, until interrupted. It checks the
 bearer token, serves its templates at GET /{WABA-ID}/message_templates and
 checks every send against their definitions as Meta does (a realistic set by
 default: spring_sale, order_update, login_code, fall_coupon, summer_teaser,
-invoice_ready, store_visit, and the paused autumn_sale; or --templates-file),
+invoice_ready, store_visit, event_signup, and the paused autumn_sale; or --templates-file),
 enforces per-number throughput over a
 sliding one-second window (130429) and the pair rate limit (131056), adds
 latency, injects transient, permanent and late answers, and emits status
@@ -107,6 +107,7 @@ GET /_sandbox/sms/stats shows its counters.`,
 	f.DurationVar(&c.Latency, "latency", c.Latency, "answer latency")
 	f.DurationVar(&c.Jitter, "jitter", c.Jitter, "± uniform jitter on the latency")
 	f.DurationVar(&c.ArrivalJitter, "arrival-jitter", 0, "± uniform delay before a request counts against its number's limit: a network that bunches requests")
+	f.BoolVar(&c.StrictWindow, "strict-window", false, "WhatsApp and SMS: count the limits the strictest way: every request (every part of an SMS) counts at its arrival in its sender's sliding second, whatever its answer, and one that would take the second past --rate (--sms-mps) is throttled (130429, ThrottlingException)")
 	f.Float64Var(&c.TransientRate, "transient-rate", c.TransientRate, "fraction answered 131000, 131016 or 503")
 	f.Float64Var(&c.PermanentRate, "permanent-rate", c.PermanentRate, "fraction answered 131026 (undeliverable)")
 	f.Float64Var(&c.LateRate, "late-rate", c.LateRate, "fraction accepted but answered after --late-delay (client times out: in doubt)")
@@ -254,6 +255,7 @@ func runSandbox(ios *IO, o *sandboxOptions, log *slog.Logger) (err error) {
 	}
 	sc := o.sms
 	sc.Seed, sc.Latency, sc.Jitter, sc.LateDelay = cfg.Seed, cfg.Latency, cfg.Jitter, cfg.LateDelay
+	sc.StrictWindow = cfg.StrictWindow
 	sc.ThrottleAlways = o.smsThrottled
 	for _, n := range o.smsNumbers {
 		sc.Numbers = append(sc.Numbers, smssandbox.Number{PhoneNumber: n})

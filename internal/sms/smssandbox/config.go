@@ -65,6 +65,24 @@ type Config struct {
 	// default; negative means unlimited. Number.MPS overrides it.
 	MPS float64
 
+	// StrictWindow counts MPS the strictest way, the one rehearsals and
+	// benchmarks should meet (see strict.go): every part of a send counts
+	// in its identity's sliding second at the send's arrival, a k-part
+	// message adding k at that instant, whatever its answer (sent,
+	// throttled, opted out, refused for its size, country or price, a dry
+	// run); a send is throttled when its parts would take the second past
+	// floor(MPS) (at least 1). A message of more parts than that passes
+	// only an empty window and stays k/MPS seconds in it. Arrival is when
+	// the handler has the request, before its body is read; its latency
+	// follows. Only sends naming an identity the account has are counted:
+	// one refused before (its JSON, its members, an account error) names
+	// none. The answers that come before the budget still come first.
+	//
+	// Without it the budget is kinder (budget.go): it charges sent
+	// messages only, their parts 1/MPS apart, at the instant each is
+	// checked. Fates (see Seed) do not depend on the mode.
+	StrictWindow bool
+
 	// Numbers are the account's phone numbers. A send names one by its
 	// phone number, ID or ARN; another identity answers
 	// ResourceNotFoundException. With neither Numbers nor Pools, any

@@ -17,8 +17,11 @@ import (
 // set, the origination identity, the body's size, the destination country,
 // the opt-out list, MaxPrice; then DryRun ends it. A send that passed them
 // all meets ThrottleAlways, the budget and its fate, in that order, under
-// its identity's lock.
-func (s *Server) send(w http.ResponseWriter, r *http.Request, reqID string, body []byte) {
+// its identity's lock. In strict mode the send is counted in its
+// identity's strict window as soon as its identity and parts are known,
+// at arrived, whatever follows; the window's verdict takes the budget's
+// place.
+func (s *Server) send(w http.ResponseWriter, r *http.Request, reqID string, body []byte, arrived time.Time) {
 	var req sendRequest
 	if err := json.Unmarshal(body, &req); err != nil {
 		s.fail(w, reqID, newError(http.StatusBadRequest, typeSerialization, "%s", err))
@@ -49,6 +52,16 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request, reqID string, body
 	dest := e164(*req.DestinationPhoneNumber)
 	text := *req.MessageBody
 	parts, units, ucs2 := measure(text)
+	var (
+		arrival int64 // strict: the instant the window counted the send at
+		full    bool  // strict: its parts did not fit the window
+	)
+	if id.w != nil {
+		id.mu.Lock()
+		arrival, full = id.w.arrive(arrived, parts)
+		id.st.MaxArrivalParts, id.st.MaxArrivals = id.w.maxParts, id.w.maxSends
+		id.mu.Unlock()
+	}
 	if tooLong(parts, units, ucs2) {
 		s.fail(w, reqID, validation("MAXIMUM_SIZE_EXCEEDED", "MessageBody",
 			"The message body takes %d parts (%d %s); the limit is %d parts, %d GSM-7 septets or %d UCS-2 characters.",
@@ -92,11 +105,16 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request, reqID string, body
 	id.mu.Lock()
 	// Read under the lock, so instants reach the budget in order.
 	now := s.now()
-	t := id.b.clamp(now)
+	var t int64
+	if id.w != nil {
+		t = arrival
+	} else {
+		t = id.b.clamp(now)
+	}
 	switch {
 	case id.always:
 		answer = throttling()
-	case !id.b.fits(t, parts):
+	case full, id.w == nil && !id.b.fits(t, parts):
 		answer = throttling()
 		id.st.BudgetThrottles++
 	default:
@@ -108,11 +126,16 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request, reqID string, body
 			answer = newError(http.StatusInternalServerError, typeInternal, "An internal error occurred.")
 		}
 		if sent = ft.outcome.sent(); sent {
-			id.b.commit()
 			at = time.Unix(0, t).In(now.Location())
+			if id.w != nil {
+				id.sent.arrive(at, parts)
+				id.st.MaxWindowParts = id.sent.maxParts
+			} else {
+				id.b.commit()
+				id.st.MaxWindowParts = id.b.maxWindow
+			}
 			id.st.Accepted++
 			id.st.AcceptedParts += int64(parts)
-			id.st.MaxWindowParts = id.b.maxWindow
 			if id.st.First.IsZero() {
 				id.st.First = at
 			}
@@ -249,9 +272,7 @@ func (s *Server) identity(name string) (*identity, *apiError) {
 	if v, ok := s.unlisted.Load(key); ok {
 		return v.(*identity), nil
 	}
-	v, _ := s.unlisted.LoadOrStore(key, &identity{
-		key: key, phone: phone, list: defaultList, always: s.always[name] || s.always[key], b: newBudget(s.mps(0)),
-	})
+	v, _ := s.unlisted.LoadOrStore(key, s.newIdentity(key, phone, defaultList, s.always[name] || s.always[key], s.mps(0)))
 	return v.(*identity), nil
 }
 

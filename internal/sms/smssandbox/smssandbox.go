@@ -90,9 +90,21 @@ type identity struct {
 	list   string // the opt-out list that applies
 	always bool   // ThrottleAlways names it
 
-	mu sync.Mutex
-	b  *budget
-	st IdentityStats
+	mu   sync.Mutex
+	b    *budget
+	w    *strictWindow // Config.StrictWindow: every send, counted at arrival; nil otherwise
+	sent *strictWindow // strict: the sent messages alone, for MaxWindowParts
+	st   IdentityStats
+}
+
+// newIdentity returns an identity allowed mps parts a second (newBudget's
+// rule), with the strict window if the sandbox counts one.
+func (s *Server) newIdentity(key, phone, list string, always bool, mps float64) *identity {
+	id := &identity{key: key, phone: phone, list: list, always: always, b: newBudget(mps)}
+	if s.cfg.StrictWindow {
+		id.w, id.sent = newStrictWindow(mps), newStrictWindow(mps)
+	}
+	return id
 }
 
 // New returns a Server for cfg. It panics if cfg.Validate fails: check
@@ -161,8 +173,7 @@ func newServer(cfg Config, after afterFunc) *Server {
 		if _, ok := s.lists[n.OptOutList]; !ok {
 			s.lists[n.OptOutList] = nil
 		}
-		id := &identity{key: n.PhoneNumber, phone: n.PhoneNumber, list: n.OptOutList, b: newBudget(s.mps(n.MPS))}
-		id.always = s.always[n.PhoneNumber] || s.always[n.ID]
+		id := s.newIdentity(n.PhoneNumber, n.PhoneNumber, n.OptOutList, s.always[n.PhoneNumber] || s.always[n.ID], s.mps(n.MPS))
 		s.byName[n.PhoneNumber], s.byName[n.ID] = id, id
 	}
 	for _, p := range s.pools {
@@ -176,7 +187,7 @@ func newServer(cfg Config, after afterFunc) *Server {
 		if mps == 0 {
 			mps = poolMPS(p, s)
 		}
-		id := &identity{key: p.ID, phone: phone, list: p.OptOutList, b: newBudget(mps), always: s.always[p.ID]}
+		id := s.newIdentity(p.ID, phone, p.OptOutList, s.always[p.ID], mps)
 		s.byName[p.ID] = id
 	}
 	if cfg.Events != nil {
@@ -252,6 +263,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, reqID, e)
 		return
 	}
+	var arrived time.Time // strict: when the send arrived, before its body
+	if s.cfg.StrictWindow && op == "SendTextMessage" {
+		arrived = s.now()
+	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20+1))
 	if err != nil {
 		return // the client went away
@@ -272,7 +287,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var v any
 	switch op {
 	case "SendTextMessage":
-		s.send(w, r, reqID, body)
+		s.send(w, r, reqID, body, arrived)
 		return
 	case "DescribeOptedOutNumbers":
 		v, e = s.describeOptedOut(body, region)

@@ -9,6 +9,10 @@ import (
 // Stats is a snapshot of what the sandbox has seen. It is also served as
 // JSON at GET /_sandbox/stats; fields are only ever added.
 type Stats struct {
+	// StrictWindow is Config.StrictWindow: the identities' figures are
+	// those of the strict window.
+	StrictWindow bool `json:"strict_window,omitempty"`
+
 	Requests  int64 `json:"requests"`  // SendTextMessage requests past the signature and protocol checks, refused ones included
 	Accepted  int64 `json:"accepted"`  // messages sent: answered 200, held back (Late) or answered 500 although sent (InternalSent)
 	Throttled int64 `json:"throttled"` // ThrottlingException answers, whatever the cause
@@ -36,11 +40,20 @@ type IdentityStats struct {
 	Accepted        int64 `json:"accepted"`         // messages sent (as Stats.Accepted)
 	AcceptedParts   int64 `json:"accepted_parts"`   // their parts, as the sandbox counts them
 	Throttled       int64 `json:"throttled"`        // ThrottlingException answers
-	BudgetThrottles int64 `json:"budget_throttles"` // of those, due to the budget (not ThrottleAlways or ThrottleRate)
+	BudgetThrottles int64 `json:"budget_throttles"` // of those, due to the budget or the strict window (not ThrottleAlways or ThrottleRate)
 	// MaxWindowParts is the most parts charged in any window of the
 	// budget (one second when MPS is a whole number; see budget.go):
-	// never more than max(1, floor(MPS)).
+	// never more than max(1, floor(MPS)). In strict mode it is the most
+	// parts of sent messages the strict window held at once.
 	MaxWindowParts int `json:"max_window_parts"`
+	// MaxArrivalParts and MaxArrivals are, in strict mode, the most parts
+	// and the most sends the strict window held at once, counting every
+	// send naming the identity at its arrival, whatever its answer: for
+	// messages of at most floor(MPS) parts, the most that arrived in any
+	// sliding second. Parts above max(floor(MPS), the longest message's)
+	// mean the window throttled.
+	MaxArrivalParts int `json:"max_arrival_parts,omitempty"`
+	MaxArrivals     int `json:"max_arrivals,omitempty"`
 	// First and Last are the instants of the first and last message sent,
 	// for achieved-rate figures: the last one's parts take (parts−1)/MPS
 	// more to pass.
@@ -90,6 +103,7 @@ func (s *Server) Stats() Stats {
 		Failed:       c.failed.Load(),
 		Errors:       map[string]int64{},
 		Identities:   map[string]IdentityStats{},
+		StrictWindow: s.cfg.StrictWindow,
 	}
 	c.mu.Lock()
 	for k, v := range c.errors {

@@ -109,11 +109,32 @@ type Config struct {
 	// Rate is the messages per second a phone number may send, enforced
 	// over a sliding one-second window: a message is throttled (130429, HTTP
 	// 400) when the number already had floor(Rate) (at least 1) accepted
-	// messages in the preceding second. Only accepted messages count. 0 means 80 (Meta's
+	// messages in the preceding second. Only accepted messages count
+	// (StrictWindow counts every request). 0 means 80 (Meta's
 	// default); negative disables the limit. Rates overrides it per
 	// phone-number-id, with the same conventions.
 	Rate  float64
 	Rates map[string]float64
+
+	// StrictWindow counts Rate the strictest way, the one rehearsals and
+	// benchmarks should meet: every request to a number's send endpoints
+	// (messages, marketing_messages) counts in the number's sliding second
+	// at its arrival, whatever its answer (accepted, throttled,
+	// pair-limited, transient or permanent failure, refused for its token
+	// or its body), and a request that finds floor(Rate) requests arrived
+	// in the second before it is throttled (130429). Arrival is when the
+	// handler has the request, after ArrivalJitter and before its token,
+	// body and limits are looked at; its latency follows. The answers that
+	// come before the limits still come first (a bad token is answered
+	// 190, counted or not).
+	//
+	// Without it the window is kinder: it holds accepted messages only,
+	// at the instant each was accepted (its body read, parsed and checked),
+	// so a refused request leaves no trace and a client that retries a
+	// throttled one at once pays nothing for it. Fates (see Seed) do not
+	// depend on the mode: a request the limit throttles draws no fate in
+	// either.
+	StrictWindow bool
 
 	// PairInterval is the pair rate limit: a second accepted message from
 	// the same number to the same recipient within this interval answers
@@ -431,7 +452,7 @@ func (s *Server) newNumber(id string) *number {
 	case rate > 0:
 		limit = max(1, int(rate))
 	}
-	return &number{id: id, limit: limit, display: displayOf(id)}
+	return &number{id: id, limit: limit, display: displayOf(id), strict: s.cfg.StrictWindow}
 }
 
 func (s *Server) number(id string) (*number, bool) {
@@ -546,6 +567,22 @@ func (s *Server) refuse(w http.ResponseWriter, r *http.Request, method string) b
 // send handles POST /{version}/{phone-number-id}/messages and
 // /marketing_messages.
 func (s *Server) send(w http.ResponseWriter, r *http.Request, version, phoneID string, a api) {
+	var (
+		at   time.Time // when the limits count the request
+		full bool      // strict: the number's window was full when it arrived
+	)
+	strict := s.cfg.StrictWindow
+	if strict {
+		// Counted as it arrives, whatever follows: the network's bunching
+		// comes before, the answer's latency after.
+		if !s.arrivalJitter(r.Context()) {
+			return
+		}
+		at = s.now()
+		if num, ok := s.number(phoneID); ok {
+			full = num.arrive(at)
+		}
+	}
 	if f := s.auth(r); f.code != 0 {
 		s.fail(w, f)
 		return
@@ -564,10 +601,12 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request, version, phoneID s
 		s.fail(w, f)
 		return
 	}
-	if s.cfg.ArrivalJitter > 0 && !s.delay(r.Context(), time.Duration(rand.Float64()*float64(2*s.cfg.ArrivalJitter))) {
-		return
+	if !strict {
+		if !s.arrivalJitter(r.Context()) {
+			return
+		}
+		at = s.now()
 	}
-	at := s.now()
 	rt, f := s.route(num.id, a, req, tmpl, at)
 	if f.code != 0 {
 		s.fail(w, f)
@@ -585,7 +624,7 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request, version, phoneID s
 		ft      fate
 		attempt int
 	)
-	f = num.admit(at, waID, s.pair, func() bool {
+	f = num.admit(at, waID, s.pair, full, func() bool {
 		shard.mu.Lock()
 		defer shard.mu.Unlock()
 		t := shard.m[key]
@@ -837,6 +876,16 @@ func (s *Server) writeError(w http.ResponseWriter, f failure) {
 
 // latency draws an answer's delay (fake.Latency).
 func (s *Server) latency() time.Duration { return fake.Latency(s.cfg.Latency, s.cfg.Jitter) }
+
+// arrivalJitter waits a uniform 0–2×ArrivalJitter, the network's delay
+// before the limits see a request; it reports false if the client went
+// away first.
+func (s *Server) arrivalJitter(ctx context.Context) bool {
+	if s.cfg.ArrivalJitter <= 0 {
+		return true
+	}
+	return s.delay(ctx, time.Duration(rand.Float64()*float64(2*s.cfg.ArrivalJitter)))
+}
 
 // LongestHold is the longest the server keeps an answer back on purpose:
 // a request's arrival jitter, the most latency can draw and a late

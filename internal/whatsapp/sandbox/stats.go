@@ -14,8 +14,16 @@ type Stats struct {
 	// Errors counts error answers by code, throttling included.
 	Errors map[int]int64 `json:"errors"`
 	// MaxPerSecond is, per phone-number-id, the most messages accepted in
-	// any sliding one-second window: compare it with the configured Rate.
+	// any sliding one-second window (by the instant each was counted: in
+	// strict mode its arrival): compare it with the configured Rate.
 	MaxPerSecond map[string]int `json:"max_per_second"`
+	// StrictWindow is Config.StrictWindow. In strict mode MaxArrivals is,
+	// per phone-number-id, the most requests that arrived in any sliding
+	// one-second window, whatever their answers: the largest second the
+	// strict window saw. A number whose figure is at most its Rate was
+	// never throttled by it (130429); each request over it was.
+	StrictWindow bool           `json:"strict_window,omitempty"`
+	MaxArrivals  map[string]int `json:"max_arrivals_per_second,omitempty"`
 	// Duplicates counts accepted messages whose biz_opaque_callback_data had
 	// already been accepted: messages a recipient would get twice.
 	Duplicates int64 `json:"duplicates"`
@@ -132,8 +140,15 @@ func (s *Server) Stats() Stats {
 			st.Errors[code] = v
 		}
 	}
+	if s.cfg.StrictWindow {
+		st.StrictWindow, st.MaxArrivals = true, map[string]int{}
+	}
 	s.numbers.Range(func(k, v any) bool {
-		st.MaxPerSecond[k.(string)] = v.(*number).max()
+		accepted, arrivals := v.(*number).max()
+		st.MaxPerSecond[k.(string)] = accepted
+		if st.StrictWindow {
+			st.MaxArrivals[k.(string)] = arrivals
+		}
 		return true
 	})
 	return st
