@@ -1,0 +1,155 @@
+package ledger
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// OptOut is a recipient who asked to receive nothing more. It holds for
+// every later campaign, on every channel, whichever it came from.
+type OptOut struct {
+	Phone   string // E.164, compared byte for byte
+	Channel string // where it came from: "whatsapp", "sms"
+	Source  string // how: "reply STOP", "user_preferences webhook", "131050", "import"
+	At      time.Time
+}
+
+// AddOptOuts records o in one transaction and returns how many phones were
+// new. It is idempotent per phone: the first opt-out recorded of a phone
+// is kept, later ones (in o or since) change nothing. The transaction is
+// committed with synchronous=FULL, so that a power cut right after never
+// loses an opt-out (a send recorded so may be lost; an opt-out lost would
+// be messaged again).
+func (l *Ledger) AddOptOuts(ctx context.Context, o []OptOut) (added int, err error) {
+	for _, x := range o {
+		if x.Phone == "" {
+			return 0, errors.New("ledger: opt-out without a phone")
+		}
+	}
+	if len(o) == 0 {
+		return 0, nil
+	}
+	err = l.durably(ctx, func(tx *sql.Tx) error {
+		stmt, err := tx.PrepareContext(ctx, `INSERT INTO optouts (phone, channel, source, at) VALUES (?, ?, ?, ?) ON CONFLICT (phone) DO NOTHING`)
+		if err != nil {
+			return err
+		}
+		defer stmt.Close()
+		for _, x := range o {
+			res, err := stmt.ExecContext(ctx, x.Phone, x.Channel, x.Source, ms(x.At))
+			if err != nil {
+				return err
+			}
+			n, err := res.RowsAffected()
+			if err != nil {
+				return err
+			}
+			added += int(n)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("record opt-outs: %w", err)
+	}
+	return added, nil
+}
+
+// durably runs fn in a transaction committed with synchronous=FULL (the
+// WAL is synced at the commit), on a connection set back to NORMAL after.
+func (l *Ledger) durably(ctx context.Context, fn func(*sql.Tx) error) error {
+	conn, err := l.db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, `PRAGMA synchronous = FULL`); err != nil {
+		return err
+	}
+	defer conn.ExecContext(context.Background(), `PRAGMA synchronous = NORMAL`)
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if err := fn(tx); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// RemoveOptOut drops phone's opt-out: the recipient opted back in. A phone
+// without one is no error.
+func (l *Ledger) RemoveOptOut(ctx context.Context, phone string) error {
+	if _, err := l.db.ExecContext(ctx, `DELETE FROM optouts WHERE phone = ?`, phone); err != nil {
+		return fmt.Errorf("remove opt-out of %s: %w", phone, err)
+	}
+	return nil
+}
+
+// OptedOut returns phone's opt-out, and whether it has one.
+func (l *Ledger) OptedOut(ctx context.Context, phone string) (OptOut, bool, error) {
+	o := OptOut{Phone: phone}
+	var at int64
+	err := l.db.QueryRowContext(ctx, `SELECT channel, source, at FROM optouts WHERE phone = ?`, phone).Scan(&o.Channel, &o.Source, &at)
+	if errors.Is(err, sql.ErrNoRows) {
+		return OptOut{}, false, nil
+	}
+	if err != nil {
+		return OptOut{}, false, fmt.Errorf("read opt-out of %s: %w", phone, err)
+	}
+	o.At = fromMS(at)
+	return o, true, nil
+}
+
+// optOutPage is how many opt-outs EachOptOut reads at a time.
+const optOutPage = 1000
+
+// EachOptOut calls fn with every opt-out, in phone order, and stops at
+// fn's first error, which it returns as it is. It reads a page at a time
+// and holds no connection while fn runs, so fn may call the Ledger (and a
+// long walk never holds up an Admit); an opt-out added or removed
+// meanwhile may or may not be seen.
+func (l *Ledger) EachOptOut(ctx context.Context, fn func(OptOut) error) error {
+	after := ""
+	for {
+		page, err := l.optOutsAfter(ctx, after)
+		if err != nil {
+			return err
+		}
+		for _, o := range page {
+			if err := fn(o); err != nil {
+				return err
+			}
+		}
+		if len(page) < optOutPage {
+			return nil
+		}
+		after = page[len(page)-1].Phone
+	}
+}
+
+// optOutsAfter reads the page of opt-outs whose phones follow after.
+func (l *Ledger) optOutsAfter(ctx context.Context, after string) ([]OptOut, error) {
+	rows, err := l.db.QueryContext(ctx, `SELECT phone, channel, source, at FROM optouts WHERE phone > ? ORDER BY phone LIMIT ?`, after, optOutPage)
+	if err != nil {
+		return nil, fmt.Errorf("read opt-outs: %w", err)
+	}
+	defer rows.Close()
+	page := make([]OptOut, 0, optOutPage)
+	for rows.Next() {
+		var o OptOut
+		var at int64
+		if err := rows.Scan(&o.Phone, &o.Channel, &o.Source, &at); err != nil {
+			return nil, fmt.Errorf("read opt-outs: %w", err)
+		}
+		o.At = fromMS(at)
+		page = append(page, o)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read opt-outs: %w", err)
+	}
+	return page, nil
+}
