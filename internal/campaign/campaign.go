@@ -50,6 +50,8 @@ const (
 	SkipParameter SkipKind = "parameter" // a template parameter's value breaks Meta's rules
 	SkipOptedOut  SkipKind = "opted_out" // the phone is on the sender's opt-out list (SMS --sync-opt-outs)
 	SkipTooLong   SkipKind = "too long"  // the SMS body is over the provider's limit of parts
+	SkipExpired   SkipKind = "expired"   // still pending at the campaign's end (--end-at with --expire)
+	SkipNoWindow  SkipKind = "no window" // the send window never opens in all of the phone's time zones at once
 )
 
 // Channel is how a campaign's messages travel. It is fixed on the first run.

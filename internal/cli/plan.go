@@ -47,6 +47,7 @@ func printPlan(ctx context.Context, ios *IO, p *run.Plan, card *pricing.Card) er
 	if s.Rate > 0 {
 		fmt.Fprintf(w, "estimate: about %s at %g msg/s per sender (retries and throttling add to it)\n", p.Longest().Round(time.Second), s.Rate)
 	}
+	printPlanSchedule(w, p, strings.EqualFold(s.Category, "marketing"))
 	if card != nil {
 		if err := printCostCeiling(ctx, w, p.Store, s, card); err != nil {
 			return err

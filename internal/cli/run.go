@@ -71,6 +71,7 @@ type runOptions struct {
 	endpointURL   string
 	syncOptOuts   bool
 	throttleTries int
+	sched         scheduleOptions
 
 	changed func(flag string) bool
 	log     *slog.Logger
@@ -175,6 +176,7 @@ identity (default 1). Credentials come from the standard AWS chain
 	f.StringVar(&o.awsRegion, "region", "", "SMS: AWS region (default $AWS_REGION or the profile's)")
 	f.StringVar(&o.endpointURL, "endpoint-url", "", "SMS: AWS endpoint URL (default $AWS_ENDPOINT_URL, else AWS's)")
 	f.BoolVar(&o.syncOptOuts, "sync-opt-outs", false, "SMS: read each origination identity's opt-out list before sending and skip those rows (reason opted_out)")
+	o.sched.flags(f)
 	f.IntVar(&o.throttleTries, "throttle-tries", 5, "SMS: tries of a throttled row before it fails as throttle_exhausted (waits 2, 8, 32, 128 s… between)")
 	return cmd
 }
@@ -188,6 +190,10 @@ func runRun(ctx context.Context, ios *IO, o *runOptions) error {
 		return err
 	}
 	if err := o.checkMetricsFlags(); err != nil {
+		return err
+	}
+	sched, err := o.sched.schedule()
+	if err != nil {
 		return err
 	}
 	if _, err := os.Stat(o.csv); err != nil {
@@ -244,6 +250,13 @@ func runRun(ctx context.Context, ios *IO, o *runOptions) error {
 	var metricsOut *metrics.Output
 	defer func() { metricsOut.Close() }()
 	ro := o.runOptions(db, ch)
+	ro.Schedule, ro.Now, ro.LedgerScope = sched, now, o.ledgerScope(ios, name)
+	if ro.Ledger, err = o.sched.openLedger(runCtx, o, sched); err != nil {
+		return err
+	}
+	if ro.Ledger != nil {
+		defer ro.Ledger.Close()
+	}
 	ro.Locked = func() (err error) {
 		metricsOut, err = o.openMetrics()
 		return err
@@ -313,6 +326,9 @@ func (ch *channelEntry) words(o *runOptions, err error) error {
 		noPhone *csvin.NoPhoneColumnError
 		exclude *run.ExcludeError
 	)
+	if w := scheduleWords(err); w != nil {
+		return w
+	}
 	switch {
 	case err == nil:
 		return nil
@@ -450,7 +466,18 @@ func unfinished(out *run.Outcome, csvPath string) error {
 	}
 	if c.Pending > 0 {
 		p := fmt.Sprintf("%d rows pending", c.Pending)
-		if !out.NextDue.IsZero() {
+		waiting := waitingWords(out)
+		switch {
+		case out.Ended:
+			p += " after the campaign's end (" + out.Waiting.Next.Format(time.RFC3339) + ")"
+			hint = "move --end-at later to send them, or give --expire to end them skipped"
+			if end := out.EndAt; !end.IsZero() {
+				p = fmt.Sprintf("%d rows pending at the campaign's end, %s", c.Pending, end.Format(time.RFC3339))
+			}
+		case !out.NextDue.IsZero() && out.Waiting.Total() > out.Waiting.Retry:
+			p += " (waiting: " + waiting + "); next send at " + out.NextDue.Format(time.RFC3339)
+			hint = "run the same command again after " + out.NextDue.Format(time.RFC3339) + "; from cron, every 10 minutes: */10 * * * * bulksend run " + csvPath
+		case !out.NextDue.IsZero():
 			p += " (next retry due " + out.NextDue.Format(time.RFC3339) + ")"
 			hint = "run the same command again after " + out.NextDue.Format(time.RFC3339)
 		}

@@ -166,6 +166,7 @@ func printSMSPlan(ctx context.Context, ios *IO, p *run.Plan, _ *pricing.Card) er
 	if s.Rate > 0 {
 		fmt.Fprintf(w, "estimate: about %s at %g parts/s per identity (throttles add to it)\n", roundETA(p.Longest()), s.Rate)
 	}
+	printPlanSchedule(w, p, strings.EqualFold(s.MessageType, "PROMOTIONAL"))
 	fmt.Fprintln(w, "dry run: nothing was sent")
 	return nil
 }

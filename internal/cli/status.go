@@ -131,7 +131,7 @@ func runStatus(ctx context.Context, ios *IO, o *statusOptions) error {
 // writeStatus writes the status view (or its JSON) of st to w.
 func writeStatus(ctx context.Context, w io.Writer, st *store.Store, settings store.Settings, card *pricing.Card, o *statusOptions) error {
 	ch := channelOf(settings.Channel)
-	out, r, err := report.NewStatus(ctx, st, settings, ch.parts, time.Now())
+	out, r, err := report.NewStatus(ctx, st, settings, ch.parts, now())
 	if err != nil {
 		return err
 	}
@@ -219,6 +219,7 @@ func writeStatus(ctx context.Context, w io.Writer, st *store.Store, settings sto
 	if r.Retrying > 0 {
 		fmt.Fprintf(w, "\nretries scheduled: %d, next due %s\n", r.Retrying, out.NextRetry)
 	}
+	printSchedule(w, out)
 	if c.InDoubt > 0 {
 		fmt.Fprintf(w, "\nrows in doubt: %d (settle them with 'bulksend reconcile')\n", c.InDoubt)
 	}

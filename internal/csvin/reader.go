@@ -2,8 +2,8 @@
 // phone numbers in them into E.164.
 //
 // A campaign file has a header row. Its "phone" column is required; "from"
-// (the sender's phone-number ID) and "id" (the operator's own key for the
-// row) are optional; every other column is a template body parameter, in
+// (the sender's phone-number ID), "id" (the operator's own key for the
+// row) and "send_at" (the row's earliest send time) are optional; every other column is a template body parameter, in
 // header order. Header names are matched case-insensitively after trimming
 // spaces; Options.PhoneColumn names another column for the phones.
 //
@@ -118,6 +118,9 @@ type Record struct {
 	From string
 	// ID is the "id" cell, trimmed; "" when absent.
 	ID string
+	// SendAt is the "send_at" cell, trimmed, unparsed (its zone may be the
+	// recipient's); "" when absent.
+	SendAt string
 	// Params are the parameter cells in the order of Reader.Params, exactly
 	// as written: spaces may be part of a message.
 	Params []string
@@ -149,6 +152,7 @@ type Reader struct {
 	phone    int
 	from     int   // -1 when absent
 	id       int   // -1 when absent
+	sendAt   int   // -1 when absent
 	cols     []int // the parameter columns
 	skip     []int // unnamed columns: ignored, but must stay empty
 
@@ -198,7 +202,7 @@ func newReader(r io.Reader, opt Options, lim limits) (*Reader, error) {
 	if err != nil {
 		return nil, err
 	}
-	rd := &Reader{csv: cr, lim: l, norm: norm, encoding: enc, phone: -1, from: -1, id: -1}
+	rd := &Reader{csv: cr, lim: l, norm: norm, encoding: enc, phone: -1, from: -1, id: -1, sendAt: -1}
 
 	var fields []string
 	for {
@@ -262,6 +266,8 @@ func (rd *Reader) mapHeader(fields []string, phoneColumn string) error {
 			rd.from = i
 		case "id":
 			rd.id = i
+		case "send_at":
+			rd.sendAt = i
 		default:
 			rd.cols = append(rd.cols, i)
 			rd.params = append(rd.params, name)
@@ -382,6 +388,9 @@ func (rd *Reader) Params() []string { return slices.Clone(rd.params) }
 
 // HasFrom reports whether the file has a "from" column.
 func (rd *Reader) HasFrom() bool { return rd.from >= 0 }
+
+// HasSendAt reports whether the file has a "send_at" column.
+func (rd *Reader) HasSendAt() bool { return rd.sendAt >= 0 }
 
 // Encoding reports the file's encoding: "UTF-8", "UTF-8 with BOM",
 // "UTF-16LE" or "UTF-16BE".
@@ -505,6 +514,9 @@ func (rd *Reader) record(line int, fields []string) Record {
 	}
 	if rd.id >= 0 {
 		rec.ID = strings.TrimSpace(fields[rd.id])
+	}
+	if rd.sendAt >= 0 {
+		rec.SendAt = strings.TrimSpace(fields[rd.sendAt])
 	}
 	if n := len(rd.cols); n > 0 {
 		// The records of a batch share an array of cells, allocated once

@@ -176,6 +176,11 @@ func TestReaderRecords(t *testing.T) {
 			want: []step{{rec: Record{Line: 2, Phone: "+447400123456", RawPhone: "+44 7400 123456", From: "1065403522", ID: "row-1", Params: []string{"Ann", "A1"}}}},
 		},
 		{
+			name: "a send_at column is the row's, not a parameter",
+			in:   "phone,Send_At,name\n+447400123456, 2026-12-24 09:00 ,Ann\n",
+			want: []step{{rec: Record{Line: 2, Phone: "+447400123456", RawPhone: "+447400123456", SendAt: "2026-12-24 09:00", Params: []string{"Ann"}}}},
+		},
+		{
 			name: "parameters keep their spaces",
 			in:   "phone,name,greeting\n +447400123456 , Ann ,  hello  \n",
 			want: []step{{rec: Record{Line: 2, Phone: "+447400123456", RawPhone: "+447400123456", Params: []string{" Ann ", "  hello  "}}}},

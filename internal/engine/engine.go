@@ -598,7 +598,7 @@ func (e *Engine) idle(ctx context.Context, sender string) (bool, error) {
 	}
 	d := time.Until(due)
 	if d > e.cfg.RetryHorizon {
-		e.log.Info("retries scheduled beyond the horizon", "sender", sender, "next", due.Format(time.RFC3339))
+		e.log.Info("the next row is due beyond the horizon: the run ends for this sender", "sender", sender, "next", due.Format(time.RFC3339))
 		return false, nil
 	}
 	if d > 0 {

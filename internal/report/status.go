@@ -51,6 +51,22 @@ type Status struct {
 	Learned    map[string]float64 `json:"learned_per_second,omitempty"`
 	LearnedRun int64              `json:"learned_in_run,omitempty"`
 	LearnedOf  float64            `json:"learned_rate,omitempty"` // that run's --rate
+
+	// Added by issue 25: when the pending rows may be sent, as the last
+	// run's schedule left them (they stay pending in the counts).
+	// NextSendAt is the earliest a waiting row may be sent (RFC 3339),
+	// null when none waits.
+	NextSendAt    *string `json:"next_send_at"`
+	WaitingWindow int64   `json:"waiting_window"`
+	WaitingSendAt int64   `json:"waiting_send_at"`
+	WaitingBudget int64   `json:"waiting_budget"`
+	WaitingStart  int64   `json:"waiting_start"`
+	// The schedule's settings.
+	Window     []string `json:"window,omitempty"`
+	WindowTZ   string   `json:"window_tz,omitempty"`
+	StartAt    string   `json:"start_at,omitempty"`
+	EndAt      string   `json:"end_at,omitempty"`
+	DailyLimit string   `json:"daily_limit,omitempty"`
 }
 
 // NewStatus reads the status of the campaign in st, whose settings are s,
@@ -95,6 +111,22 @@ func NewStatus(ctx context.Context, st *store.Store, s store.Settings, parts boo
 	}
 	if h, ok := store.Holder(st.Path()); ok {
 		out.LockedBy = h
+	}
+	w, err := st.Waiting(ctx, now)
+	if err != nil {
+		return nil, r, err
+	}
+	out.WaitingWindow, out.WaitingSendAt, out.WaitingBudget, out.WaitingStart = w.Window, w.SendAt, w.Budget, w.Start
+	if !w.Next.IsZero() {
+		t := w.Next.Format(time.RFC3339)
+		out.NextSendAt = &t
+	}
+	out.Window, out.WindowTZ, out.DailyLimit = s.Window, s.WindowTZ, s.DailyLimit
+	if !s.StartAt.IsZero() {
+		out.StartAt = s.StartAt.Format(time.RFC3339)
+	}
+	if !s.EndAt.IsZero() {
+		out.EndAt = s.EndAt.Format(time.RFC3339)
 	}
 	runs, err := st.Runs(ctx)
 	if err != nil {

@@ -42,6 +42,14 @@ type Outcome struct {
 	// NextDue is when the next pending row is due, when that is later
 	// than the end of the run (a retry scheduled); zero otherwise.
 	NextDue time.Time
+	// Waiting is what the pending rows wait for (a window, their
+	// send_at, the daily limit, the start), as the run left them.
+	Waiting store.Waiting
+	// Ended: the campaign's end (EndAt) has come, or comes before any
+	// pending row may be sent; Expired counts the rows it skipped then.
+	Ended   bool
+	EndAt   time.Time
+	Expired int64
 	// Rests are the sender numbers the provider restricted in this run;
 	// RestUntil is when the provider asked to send again, when it did.
 	Rests     []engine.Rest
@@ -191,6 +199,13 @@ func (c *Campaign) drive(ctx, runCtx context.Context, sender *Sender, h Hooks) (
 	if err := c.seedLearned(ctx, &cfg); err != nil {
 		return nil, err
 	}
+	g, err := c.schedule(runCtx)
+	if err != nil {
+		return nil, err
+	}
+	if g != nil {
+		cfg.Checkpoint = g
+	}
 	eng := engine.New(cfg)
 	// Sends record message ids faster without their index; it is built
 	// again when the engine stops, or by reconcile if this process is
@@ -233,15 +248,32 @@ func (c *Campaign) drive(ctx, runCtx context.Context, sender *Sender, h Hooks) (
 			return nil, err
 		}
 	}
+	var expired int64
+	if g != nil {
+		if expired, err = c.endSchedule(ctx, g); err != nil {
+			return nil, errors.Join(runErr, err)
+		}
+	}
+	c.noteLedger(ctx, stats, cfg.Senders)
 	final, err := st.Counts(ctx)
 	if err != nil {
 		return nil, err
 	}
-	out := &Outcome{Counts: final, Stats: eng.Stats(), Interrupted: runErr != nil, Rests: eng.Rested(), RestUntil: eng.RestUntil()}
+	out := &Outcome{Counts: final, Stats: eng.Stats(), Interrupted: runErr != nil, Rests: eng.Rested(), RestUntil: eng.RestUntil(), Expired: expired}
 	if final.Pending > 0 {
-		if t, ok, err := st.NextDue(ctx, ""); err == nil && ok && t.After(time.Now()) {
+		now := c.now()
+		if t, ok, err := st.NextDue(ctx, ""); err == nil && ok && t.After(now) {
 			out.NextDue = t
 		}
+		if out.Waiting, err = st.Waiting(ctx, now); err != nil {
+			return nil, errors.Join(runErr, err)
+		}
+		out.Ended = !out.NextDue.Before(c.Settings.EndAt)
+	}
+	if out.EndAt = c.Settings.EndAt; !out.EndAt.IsZero() {
+		out.Ended = out.Ended || expired > 0 || !c.now().Before(out.EndAt)
+	} else {
+		out.Ended = false
 	}
 	if runErr != nil && !errors.Is(runErr, context.Canceled) {
 		return out, runErr
@@ -272,6 +304,27 @@ func (c *Campaign) seedLearned(ctx context.Context, cfg *engine.Config) error {
 			}
 		}
 		break
+	}
+	// What another campaign learned of a number, through the ledger.
+	if l := c.opts.Ledger; l != nil && cfg.Rate > 0 {
+		for _, s := range cfg.Senders {
+			if _, ok := cfg.Learned[s]; ok {
+				continue
+			}
+			v, at, ok, err := l.Learned(ctx, c.opts.ledgerKey(s), time.Now())
+			if err != nil {
+				c.opts.Log.Warn("the operator ledger could not be read", "ledger", l.Path(), "err", err)
+				break
+			}
+			if ok && v < cfg.Rate {
+				if cfg.Learned == nil {
+					cfg.Learned = map[string]float64{}
+				}
+				cfg.Learned[s] = v
+				c.opts.Log.Info(fmt.Sprintf("number %s starts at %.0f/s, what a campaign found it accepts on %s; it is probed up to the rate %g", s, v, at.Format(time.DateOnly), cfg.Rate),
+					"sender", s, "learned_per_second", math.Round(v))
+			}
+		}
 	}
 	return nil
 }

@@ -65,6 +65,11 @@ func (c *Campaign) importCSV(ctx context.Context) (store.Settings, error) {
 	s.Concurrency, s.MaxAttempts, s.DefaultRegion = o.Concurrency, o.MaxAttempts, o.Region
 	s.Params, s.PhoneColumn, s.Delimiter = rd.Params(), o.PhoneColumn, DelimiterName(rd.Delimiter())
 	s.Encoding, s.CreatedAt = rd.Encoding(), time.Now().UTC()
+	pinSchedule(&s, o.Schedule)
+	z, err := newZoner(s)
+	if err != nil {
+		return store.Settings{}, err
+	}
 	var row int64
 	next := func() (store.Row, error) {
 		rec, err := rd.Next()
@@ -75,7 +80,13 @@ func (c *Campaign) importCSV(ctx context.Context) (store.Settings, error) {
 			return store.Row{}, &CSVError{Path: o.CSV, Err: err}
 		}
 		row++
-		return c.row(row, rec), nil
+		r := c.row(row, rec)
+		if rec.SendAt != "" || z.need {
+			if err := z.place(&r, rec.SendAt); err != nil {
+				return store.Row{}, &CSVError{Path: o.CSV, Err: &csvin.LineError{Line: rec.Line, Err: err}}
+			}
+		}
+		return r, nil
 	}
 	start := time.Now()
 	n, err := c.Store.Import(ctx, next, func() store.Settings {

@@ -22,6 +22,8 @@ type Plan struct {
 	// Store is the checkpoint planned from, for what a front end adds to
 	// the plan (a cost ceiling); valid until the Campaign is closed.
 	Store *store.Store
+	// Schedule is when the rows may be sent, nil when nothing bounds it.
+	Schedule *SchedulePlan
 }
 
 // Plan plans the campaign as it stands.
@@ -34,7 +36,11 @@ func (c *Campaign) Plan(ctx context.Context) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Plan{Settings: c.Settings, Breakdown: r, Pending: pending, Binding: c.bound, Store: c.Store}, nil
+	sp, err := c.planSchedule(ctx, r.Counts.Pending)
+	if err != nil {
+		return nil, err
+	}
+	return &Plan{Settings: c.Settings, Breakdown: r, Pending: pending, Binding: c.bound, Store: c.Store, Schedule: sp}, nil
 }
 
 // Duration is how long n of the rate's units take to send from one

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/bulksend/bulksend/internal/campaign"
+	"github.com/bulksend/bulksend/internal/ledger"
 	"github.com/bulksend/bulksend/internal/store"
 )
 
@@ -43,6 +44,20 @@ type Options struct {
 	// changes only what was given, and refuses a pinned setting given with
 	// another value (*ChangedError). nil: nothing was given.
 	Given func(setting string) bool
+
+	// Schedule is when to send; its settings are stored, and a later run
+	// changes those it gives (Given: "window", "window-tz", "start-at",
+	// "end-at", "expire", "daily-limit").
+	Schedule Schedule
+	// Ledger is the operator ledger, shared by every campaign of this
+	// user: the daily limit's count, what numbers were learned to accept,
+	// where campaigns are. nil: none (a daily limit is then refused).
+	Ledger *ledger.Ledger
+	// LedgerScope keeps a rehearsal apart in the ledger: where the sends
+	// go when not to the provider ("sandbox", a URL); "" for the provider.
+	LedgerScope string
+	// Now is the schedule's clock; nil: time.Now. Tests move it.
+	Now func() time.Time
 
 	InDoubt      campaign.Policy
 	InDoubtGrace time.Duration
@@ -67,6 +82,22 @@ type Options struct {
 }
 
 func (o *Options) given(setting string) bool { return o.Given != nil && o.Given(setting) }
+
+// ledgerKey is key as the ledger keeps it for this run's scope.
+func (o *Options) ledgerKey(key string) string {
+	if o.LedgerScope == "" {
+		return key
+	}
+	return o.LedgerScope + "|" + key
+}
+
+// now is the schedule's clock.
+func (c *Campaign) now() time.Time {
+	if c.opts.Now != nil {
+		return c.opts.Now()
+	}
+	return time.Now()
+}
 
 // ErrCSVChanged refuses a CSV that differs from the one the checkpoint was
 // imported from: a checkpoint belongs to one list.
@@ -120,6 +151,9 @@ type Campaign struct {
 	bound Binding // the first run's, nil on a resume
 	lock  *store.Lock
 	tmp   string // a dry run's temporary folder
+	// rescheduleWindows: this run changed the window, so rows an earlier
+	// run made wait for one are scheduled afresh.
+	rescheduleWindows bool
 }
 
 // Open opens the campaign of o for a run through ch: it locks the
@@ -250,6 +284,10 @@ func (c *Campaign) settings(ctx context.Context) (store.Settings, error) {
 	}
 	if o.given("throttle-tries") && o.ThrottleTries != s.ThrottleTries {
 		s.ThrottleTries, changed = o.ThrottleTries, true
+	}
+	if sc, windows := resumeSchedule(&s, o.Schedule, o.given); sc {
+		changed = true
+		c.rescheduleWindows = windows
 	}
 	if changed && !c.ReadOnly {
 		n, err := c.Store.SaveSettings(ctx, s)

@@ -26,6 +26,11 @@ type Row struct {
 	// package segment); 0 and "" for a WhatsApp row.
 	Parts    int
 	Encoding string
+	// SendAt is the row's own earliest send (the CSV's send_at), zero for
+	// none; Zones the time zones its phone may be in (schedule.Zones.Key),
+	// "" when no window needs them.
+	SendAt time.Time
+	Zones  string
 	// Skip says why the row will not be sent, "" to send it; SkipKind
 	// groups it and must be set with it.
 	Skip     string
@@ -128,8 +133,8 @@ func insertRows(ctx context.Context, dc any, now string, batches <-chan insertBa
 		return 0, fmt.Errorf("import: driver %T cannot prepare statements with a context", dc)
 	}
 	full := &rawInsert{conn: c, width: rowColumns,
-		prefix: `INSERT INTO recipients(row, line, ext_id, phone, sender, params, status, reason, skip_kind, parts, encoding, updated_at) VALUES `,
-		one:    "(?,?,?,?,?,?,?,?,?,?,?," + now + ")"}
+		prefix: `INSERT INTO recipients(row, line, ext_id, phone, sender, params, status, reason, skip_kind, parts, encoding, send_at, next_at, wait, zones, updated_at) VALUES `,
+		one:    "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?," + now + ")"}
 	defer full.close()
 	common := &rawInsert{conn: c, width: commonColumns,
 		prefix: `INSERT INTO recipients(row, line, phone, sender, params, status, updated_at) VALUES `,
@@ -205,12 +210,12 @@ func (ri *rawInsert) close() {
 }
 
 // The values bound per row of recipients: every column import writes but
-// updated_at, or for a common row (to send, no id, WhatsApp) row, line,
-// phone, sender and params. Binding a value costs SQLite a lock and an
+// updated_at, or for a common row (to send, no id, WhatsApp, no schedule)
+// row, line, phone, sender and params. Binding a value costs SQLite a lock and an
 // unlock of the connection's mutex, so the common row's NULLs and status
 // are part of the statement: a batch of common rows is the usual batch.
 const (
-	rowColumns    = 11
+	rowColumns    = 15
 	commonColumns = 5
 )
 
@@ -238,6 +243,7 @@ func (b *insertBatch) recycle() {
 var (
 	pendingArg any = string(campaign.Pending)
 	skippedArg any = string(campaign.Skipped)
+	waitSendAt any = string(WaitSendAt)
 )
 
 const (
@@ -386,7 +392,11 @@ func (a *argMaker) add(r *Row) int {
 	if r.Skip != "" {
 		status = skippedArg
 	}
-	a.b.common = a.b.common && r.ExtID == "" && r.Skip == "" && r.Parts == 0 && r.Encoding == ""
+	a.b.common = a.b.common && r.ExtID == "" && r.Skip == "" && r.Parts == 0 && r.Encoding == "" && r.SendAt.IsZero() && r.Zones == ""
+	var sendAt, nextAt, wait any = nil, int64(0), nil
+	if !r.SendAt.IsZero() {
+		sendAt, nextAt, wait = ms(r.SendAt), ms(r.SendAt), waitSendAt
+	}
 	if r.Sender != a.sender || a.senderArg == nil {
 		a.sender, a.senderArg = r.Sender, r.Sender
 	}
@@ -395,7 +405,8 @@ func (a *argMaker) add(r *Row) int {
 	i := len(a.b.args)
 	a.b.args = append(a.b.args, arg(i, r.Row), arg(i+1, int64(r.Line)), arg(i+2, nullText(r.ExtID)), arg(i+3, r.Phone),
 		arg(i+4, a.senderArg), arg(i+5, nil), arg(i+6, status), arg(i+7, nullText(r.Skip)),
-		arg(i+8, nullText(string(r.SkipKind))), arg(i+9, nullInt(int64(r.Parts))), arg(i+10, nullText(r.Encoding)))
+		arg(i+8, nullText(string(r.SkipKind))), arg(i+9, nullInt(int64(r.Parts))), arg(i+10, nullText(r.Encoding)),
+		arg(i+11, sendAt), arg(i+12, nextAt), arg(i+13, wait), arg(i+14, nullText(r.Zones)))
 	a.b.rows++
 	a.b.last = r.Row
 	return a.b.rows

@@ -115,6 +115,19 @@ var migrations = []string{
 	// a code, a request without an answer, and the attempts of older
 	// checkpoints.
 	`ALTER TABLE attempts ADD COLUMN error TEXT;`,
+
+	// 8: when a row may be sent (issue 25). send_at: the row's own
+	// earliest send (Unix ms), from the CSV's send_at column, NULL for
+	// none; the import makes it the row's first next_at. zones: the time
+	// zones its phone may be in (schedule.Zones.Key), for windows in the
+	// recipient's local time; NULL when no window needed them. wait: why a
+	// pending row's next_at is in the future when a run's schedule put it
+	// there ('window', 'send_at', 'budget', 'start'), so that status can
+	// say it without the operator ledger; NULL for a retry or none. Rows
+	// of older checkpoints have none of them.
+	`ALTER TABLE recipients ADD COLUMN send_at INTEGER;
+	ALTER TABLE recipients ADD COLUMN zones TEXT;
+	ALTER TABLE recipients ADD COLUMN wait TEXT;`,
 }
 
 // legacySkipKind reads a skip reason's kind off its wording, as releases

@@ -55,6 +55,18 @@ type Settings struct {
 	MaxPrice         string `json:"max_price,omitempty"`
 	TTL              int    `json:"ttl_seconds,omitempty"`
 	ThrottleTries    int    `json:"throttle_tries,omitempty"`
+	// When to send (issue 25): fixed by the first run, changed by a later
+	// one that gives them. Window is schedule.Window's specs, in each
+	// recipient's local time (WindowTZ: one zone for everyone); StartAt and
+	// EndAt bound the campaign (EndAt with Expire: rows left then are
+	// skipped); DailyLimit is the moving 24-hour limit of unique
+	// recipients, a number or "auto" (the preflight's), "" for none.
+	Window     []string  `json:"window,omitempty"`
+	WindowTZ   string    `json:"window_tz,omitempty"`
+	StartAt    time.Time `json:"start_at,omitzero"`
+	EndAt      time.Time `json:"end_at,omitzero"`
+	Expire     bool      `json:"expire,omitempty"`
+	DailyLimit string    `json:"daily_limit,omitempty"`
 	// Preflight is what the last preflight read of the sender numbers (the
 	// CLI's record, as JSON), absent when none ran.
 	Preflight json.RawMessage `json:"preflight,omitempty"`

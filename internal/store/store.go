@@ -183,7 +183,7 @@ func (s *Store) prepare() (err error) {
 	if s.claimSelect, err = s.db.Prepare(claimSelect); err != nil {
 		return err
 	}
-	if s.claimUpdate, err = s.db.Prepare(`UPDATE recipients SET status = 'sending', attempts = attempts + 1, attempted_at = ?1, updated_at = ?1
+	if s.claimUpdate, err = s.db.Prepare(`UPDATE recipients SET status = 'sending', attempts = attempts + 1, attempted_at = ?1, updated_at = ?1, wait = NULL
 		WHERE row IN (SELECT value FROM json_each(?2))`); err != nil {
 		s.claimSelect.Close()
 		return err

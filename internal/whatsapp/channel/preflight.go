@@ -223,3 +223,31 @@ func countUS(ctx context.Context, st *store.Store) (int64, error) {
 	})
 	return n, err
 }
+
+var _ run.Budgeter = (*Channel)(nil)
+
+// BudgetKey: Meta's messaging limit belongs to the business portfolio,
+// shared by all its numbers. bulksend knows the WhatsApp Business Account
+// (one portfolio may own several: give them one --daily-limit each, or
+// less), else only the number.
+func (c *Channel) BudgetKey(s store.Settings, sender string) string {
+	if s.WABA != "" {
+		return "whatsapp:waba:" + s.WABA
+	}
+	return "whatsapp:number:" + sender
+}
+
+// DailyLimit is the portfolio's messaging limit as the last preflight
+// read it: the largest any number reported.
+func (c *Channel) DailyLimit(s store.Settings) (users int, unlimited, ok bool) {
+	rec, found := Preflight(s)
+	if !found {
+		return 0, false, false
+	}
+	for _, n := range rec.Numbers {
+		if u, unl, known := whatsapp.MessagingLimit(n.MessagingLimit); known {
+			users, unlimited, ok = max(users, u), unlimited || unl, true
+		}
+	}
+	return users, unlimited, ok
+}
