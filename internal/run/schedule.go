@@ -644,9 +644,14 @@ func (c *Campaign) planSchedule(ctx context.Context, pending int64) (*SchedulePl
 		}
 		slices.SortFunc(sp.Zones, func(a, b ZonePlan) int { return int(b.Rows - a.Rows) })
 	}
-	codes, err := c.Store.AreaCodes(ctx)
-	if err != nil {
-		return nil, err
+	// The markets' hours bind marketing: a read of every phone, made only
+	// for a campaign that has a window or is marketing.
+	codes := map[string]int64{}
+	if len(s.Window) > 0 || strings.EqualFold(s.Category, "marketing") || strings.EqualFold(s.MessageType, "promotional") {
+		var err error
+		if codes, err = c.Store.AreaCodes(ctx); err != nil {
+			return nil, err
+		}
 	}
 	quiet := map[string]*QuietPlan{}
 	for ac, n := range codes {
@@ -673,11 +678,13 @@ func (c *Campaign) planSchedule(ctx context.Context, pending int64) (*SchedulePl
 			}
 		}
 	}
-	w, err := c.Store.Waiting(ctx, now)
-	if err != nil {
-		return nil, err
+	if s.SendAtColumn {
+		w, err := c.Store.Waiting(ctx, now)
+		if err != nil {
+			return nil, err
+		}
+		sp.SendAt = w.SendAt
 	}
-	sp.SendAt = w.SendAt
 	if sp.Window.IsZero() && len(sp.Quiet) == 0 && sp.DailyLimit == 0 && sp.SendAt == 0 && s.StartAt.IsZero() && s.EndAt.IsZero() {
 		return nil, nil
 	}

@@ -133,9 +133,13 @@ func insertRows(ctx context.Context, dc any, now string, batches <-chan insertBa
 		return 0, fmt.Errorf("import: driver %T cannot prepare statements with a context", dc)
 	}
 	full := &rawInsert{conn: c, width: rowColumns,
+		prefix: `INSERT INTO recipients(row, line, ext_id, phone, sender, params, status, reason, skip_kind, parts, encoding, updated_at) VALUES `,
+		one:    "(?,?,?,?,?,?,?,?,?,?,?," + now + ")"}
+	defer full.close()
+	sched := &rawInsert{conn: c, width: schedColumns,
 		prefix: `INSERT INTO recipients(row, line, ext_id, phone, sender, params, status, reason, skip_kind, parts, encoding, send_at, next_at, wait, zones, updated_at) VALUES `,
 		one:    "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?," + now + ")"}
-	defer full.close()
+	defer sched.close()
 	common := &rawInsert{conn: c, width: commonColumns,
 		prefix: `INSERT INTO recipients(row, line, phone, sender, params, status, updated_at) VALUES `,
 		one:    "(?,?,?,?,?,'pending'," + now + ")"}
@@ -143,8 +147,11 @@ func insertRows(ctx context.Context, dc any, now string, batches <-chan insertBa
 	for b := range batches {
 		if b.rows > 0 {
 			ins := full
-			if b.common {
+			switch {
+			case b.common:
 				ins = common
+			case b.sched:
+				ins = sched
 			}
 			if err := ins.run(ctx, b.args); err != nil {
 				return 0, fmt.Errorf("import row %d: %w", b.last, err)
@@ -210,13 +217,16 @@ func (ri *rawInsert) close() {
 }
 
 // The values bound per row of recipients: every column import writes but
-// updated_at, or for a common row (to send, no id, WhatsApp, no schedule)
-// row, line, phone, sender and params. Binding a value costs SQLite a lock and an
+// updated_at and the schedule's, or for a common row (to send, no id,
+// WhatsApp, no schedule) row, line, phone, sender and params; a batch with
+// a row the schedule concerns (a send_at, zones) binds the schedule's
+// columns too, for every row. Binding a value costs SQLite a lock and an
 // unlock of the connection's mutex, so the common row's NULLs and status
 // are part of the statement: a batch of common rows is the usual batch.
 const (
-	rowColumns    = 15
+	rowColumns    = 11
 	commonColumns = 5
+	schedColumns  = rowColumns + 4 // send_at, next_at, wait, zones
 )
 
 // insertBatch is the arguments of one INSERT into recipients, as
@@ -224,6 +234,7 @@ const (
 type insertBatch struct {
 	args   []driver.NamedValue // rowColumns per row, or commonColumns if common
 	common bool                // every row is a common row
+	sched  bool                // some row has a send_at or zones: schedColumns per row
 	rows   int
 	last   int64 // the last row's number
 	err    error // after the rows; ends the stream (io.EOF is not passed on)
@@ -362,8 +373,9 @@ func readAhead(next func() (Row, error)) (_ <-chan insertBatch, dupes *dupFinder
 type argMaker struct {
 	b      insertBatch
 	free   chan []driver.NamedValue
-	params []byte // the batch's rows' parameters
-	ends   []int  // where each row's parameters end in params
+	params []byte      // the batch's rows' parameters
+	ends   []int       // where each row's parameters end in params
+	sched  []schedArgs // each row's schedule columns
 
 	sender    string
 	senderArg any
@@ -382,7 +394,7 @@ func (a *argMaker) reset() {
 	default:
 		a.b.args = make([]driver.NamedValue, 0, importBatch*rowColumns)
 	}
-	a.params, a.ends = a.params[:0], a.ends[:0]
+	a.params, a.ends, a.sched = a.params[:0], a.ends[:0], a.sched[:0]
 }
 
 // add adds r's arguments (but for its parameters, which batch adds) and
@@ -393,10 +405,15 @@ func (a *argMaker) add(r *Row) int {
 		status = skippedArg
 	}
 	a.b.common = a.b.common && r.ExtID == "" && r.Skip == "" && r.Parts == 0 && r.Encoding == "" && r.SendAt.IsZero() && r.Zones == ""
-	var sendAt, nextAt, wait any = nil, int64(0), nil
-	if !r.SendAt.IsZero() {
-		sendAt, nextAt, wait = ms(r.SendAt), ms(r.SendAt), waitSendAt
+	var sa schedArgs
+	if !r.SendAt.IsZero() || r.Zones != "" {
+		a.b.sched = true
+		sa = schedArgs{nextAt: int64(0), zones: nullText(r.Zones)}
+		if !r.SendAt.IsZero() {
+			sa.sendAt, sa.nextAt, sa.wait = ms(r.SendAt), ms(r.SendAt), waitSendAt
+		}
 	}
+	a.sched = append(a.sched, sa)
 	if r.Sender != a.sender || a.senderArg == nil {
 		a.sender, a.senderArg = r.Sender, r.Sender
 	}
@@ -405,12 +422,14 @@ func (a *argMaker) add(r *Row) int {
 	i := len(a.b.args)
 	a.b.args = append(a.b.args, arg(i, r.Row), arg(i+1, int64(r.Line)), arg(i+2, nullText(r.ExtID)), arg(i+3, r.Phone),
 		arg(i+4, a.senderArg), arg(i+5, nil), arg(i+6, status), arg(i+7, nullText(r.Skip)),
-		arg(i+8, nullText(string(r.SkipKind))), arg(i+9, nullInt(int64(r.Parts))), arg(i+10, nullText(r.Encoding)),
-		arg(i+11, sendAt), arg(i+12, nextAt), arg(i+13, wait), arg(i+14, nullText(r.Zones)))
+		arg(i+8, nullText(string(r.SkipKind))), arg(i+9, nullInt(int64(r.Parts))), arg(i+10, nullText(r.Encoding)))
 	a.b.rows++
 	a.b.last = r.Row
 	return a.b.rows
 }
+
+// schedArgs are a row's values of the schedule's columns.
+type schedArgs struct{ sendAt, nextAt, wait, zones any }
 
 // batch returns the batch made so far, with err, and starts another.
 func (a *argMaker) batch(err error) insertBatch {
@@ -419,7 +438,22 @@ func (a *argMaker) batch(err error) insertBatch {
 		a.b.args[k*rowColumns+5].Value = all[start:end]
 		start = end
 	}
-	if a.b.common {
+	if a.b.sched {
+		// The schedule's columns after each row's others: a new slice, a
+		// cost only a scheduled campaign's batches pay.
+		args := make([]driver.NamedValue, 0, a.b.rows*schedColumns)
+		for k, sa := range a.sched {
+			for j := range rowColumns {
+				args = append(args, arg(len(args), a.b.args[k*rowColumns+j].Value))
+			}
+			nextAt := sa.nextAt
+			if nextAt == nil {
+				nextAt = int64(0)
+			}
+			args = append(args, arg(len(args), sa.sendAt), arg(len(args)+1, nextAt), arg(len(args)+2, sa.wait), arg(len(args)+3, sa.zones))
+		}
+		a.b.args = args
+	} else if a.b.common {
 		// row, line, phone, sender, params of each row, moved down: no
 		// value moves up or is overwritten before it moves.
 		args := a.b.args

@@ -67,6 +67,8 @@ type Settings struct {
 	EndAt      time.Time `json:"end_at,omitzero"`
 	Expire     bool      `json:"expire,omitempty"`
 	DailyLimit string    `json:"daily_limit,omitempty"`
+	// SendAtColumn: the CSV has a send_at column.
+	SendAtColumn bool `json:"send_at_column,omitempty"`
 	// Preflight is what the last preflight read of the sender numbers (the
 	// CLI's record, as JSON), absent when none ran.
 	Preflight json.RawMessage `json:"preflight,omitempty"`
