@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -64,7 +63,7 @@ func runReport(ctx context.Context, ios *IO, o *reportOptions) error {
 		return err
 	}
 	defer st.Close()
-	r, err := report.Gather(ctx, st, time.Now())
+	r, err := report.Gather(ctx, st, now())
 	if err != nil {
 		return err
 	}

@@ -47,6 +47,59 @@ type Report struct {
 	FailedByReason  map[string]int64   `json:"failed_by_reason"`
 	Pricing         Pricing            `json:"pricing"`
 	Parts           *store.Parts       `json:"parts,omitempty"` // SMS only
+	// Schedule is when the campaign may send and what waits (issue 25);
+	// nil when it has no schedule and nothing waits.
+	Schedule *Schedule `json:"schedule,omitempty"`
+}
+
+// Schedule is the campaign's schedule, its waiting rows, and the days its
+// runs span.
+type Schedule struct {
+	Window     []string   `json:"window,omitempty"`
+	WindowTZ   string     `json:"window_tz,omitempty"`
+	StartAt    *time.Time `json:"start_at,omitempty"`
+	EndAt      *time.Time `json:"end_at,omitempty"`
+	DailyLimit string     `json:"daily_limit,omitempty"`
+	// Waiting rows by what they wait for (pending in the counts), and the
+	// earliest a waiting row may be sent.
+	WaitingWindow int64      `json:"waiting_window"`
+	WaitingSendAt int64      `json:"waiting_send_at"`
+	WaitingBudget int64      `json:"waiting_budget"`
+	WaitingStart  int64      `json:"waiting_start"`
+	NextSendAt    *time.Time `json:"next_send_at"`
+	// Days is how many calendar days (UTC) the runs span, first start to
+	// last end.
+	Days int `json:"days"`
+}
+
+// schedule reads the schedule's part of the report.
+func schedule(ctx context.Context, st *store.Store, s store.Settings, runs []Run, now time.Time) (*Schedule, error) {
+	w, err := st.Waiting(ctx, now)
+	if err != nil {
+		return nil, err
+	}
+	if len(s.Window) == 0 && s.StartAt.IsZero() && s.EndAt.IsZero() && s.DailyLimit == "" && w.Total() == w.Retry {
+		return nil, nil
+	}
+	sc := &Schedule{Window: s.Window, WindowTZ: s.WindowTZ, DailyLimit: s.DailyLimit,
+		WaitingWindow: w.Window, WaitingSendAt: w.SendAt, WaitingBudget: w.Budget, WaitingStart: w.Start}
+	utcPtr := func(t time.Time) *time.Time {
+		if t.IsZero() {
+			return nil
+		}
+		t = t.UTC()
+		return &t
+	}
+	sc.StartAt, sc.EndAt, sc.NextSendAt = utcPtr(s.StartAt), utcPtr(s.EndAt), utcPtr(w.Next)
+	if len(runs) > 0 {
+		first, last := runs[0].StartedAt.UTC(), runs[len(runs)-1].StartedAt.UTC()
+		if e := runs[len(runs)-1].EndedAt; e != nil {
+			last = e.UTC()
+		}
+		day := func(t time.Time) time.Time { return time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, time.UTC) }
+		sc.Days = int(day(last).Sub(day(first))/(24*time.Hour)) + 1
+	}
+	return sc, nil
 }
 
 // Campaign is what the campaign is: the report's header.
@@ -318,6 +371,9 @@ func gather(ctx context.Context, st *store.Store, now time.Time) (*Report, error
 		return nil, err
 	}
 	if err := r.gatherAttempts(ctx, st, br.BySender); err != nil {
+		return nil, err
+	}
+	if r.Schedule, err = schedule(ctx, st, settings, r.Runs, now); err != nil {
 		return nil, err
 	}
 	return r, nil

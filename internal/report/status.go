@@ -121,6 +121,9 @@ func NewStatus(ctx context.Context, st *store.Store, s store.Settings, parts boo
 		t := w.Next.Format(time.RFC3339)
 		out.NextSendAt = &t
 	}
+	if w.Total() >= r.Counts.Pending {
+		out.ETASeconds = 0 // every pending row waits: the rate says nothing of when they go
+	}
 	out.Window, out.WindowTZ, out.DailyLimit = s.Window, s.WindowTZ, s.DailyLimit
 	if !s.StartAt.IsZero() {
 		out.StartAt = s.StartAt.Format(time.RFC3339)
