@@ -14,6 +14,7 @@ import (
 	"github.com/bulksend/bulksend/internal/campaign"
 	"github.com/bulksend/bulksend/internal/csvin"
 	"github.com/bulksend/bulksend/internal/engine"
+	"github.com/bulksend/bulksend/internal/ledger"
 	"github.com/bulksend/bulksend/internal/store"
 )
 
@@ -137,7 +138,55 @@ func (c *Campaign) Prepare(ctx context.Context) error {
 			o.Log.Info("suppression list applied", "rows_skipped", n)
 		}
 	}
+	if o.Ledger != nil {
+		n, err := c.optOuts(ctx)
+		if err != nil {
+			return err
+		}
+		if n > 0 {
+			o.Log.Info("the opt-outs of the operator ledger applied: those rows are skipped (opted_out)", "rows_skipped", n, "ledger", o.Ledger.Path())
+		}
+	}
 	return nil
+}
+
+// optOuts skips the rows whose phone opted out, as the operator ledger
+// knows from any campaign or channel, each with how and when.
+func (c *Campaign) optOuts(ctx context.Context) (int64, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	outs := make(chan ledger.OptOut, 256)
+	errc := make(chan error, 1)
+	go func() {
+		defer close(outs)
+		errc <- c.opts.Ledger.EachOptOut(ctx, func(o ledger.OptOut) error {
+			select {
+			case outs <- o:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		})
+	}()
+	return c.Store.OptOutEach(ctx, func() (string, string, error) {
+		o, ok := <-outs
+		if !ok {
+			if err := <-errc; err != nil {
+				return "", "", fmt.Errorf("operator ledger: %w", err)
+			}
+			return "", "", io.EOF
+		}
+		return o.Phone, OptOutReason(o), nil
+	})
+}
+
+// OptOutReason is how a row skipped for an opt-out says why.
+func OptOutReason(o ledger.OptOut) string {
+	r := "opted out: " + o.Source
+	if o.Channel != "" {
+		r += " (" + o.Channel + ", " + o.At.UTC().Format(time.DateOnly) + ")"
+	}
+	return r
 }
 
 // ExcludeError is a suppression list that cannot be read.

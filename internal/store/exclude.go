@@ -67,3 +67,47 @@ func (s *Store) suppress(ctx context.Context, next func() (string, error), sende
 	}
 	return n, tx.Commit()
 }
+
+// OptOutEach marks rows not yet sent whose phone next lists skipped
+// ("opted_out"), each with the reason next gives with it (how and when
+// the recipient opted out): the operator ledger's opt-outs, which every
+// campaign honours. next returns io.EOF after the last one.
+func (s *Store) OptOutEach(ctx context.Context, next func() (phone, reason string, err error)) (_ int64, err error) {
+	defer mark(&err)
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, fmt.Errorf("opt-outs: %w", err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, `CREATE TEMP TABLE IF NOT EXISTS opted(phone TEXT PRIMARY KEY, reason TEXT NOT NULL) WITHOUT ROWID; DELETE FROM opted;`); err != nil {
+		return 0, fmt.Errorf("opt-outs: %w", err)
+	}
+	ins, err := tx.PrepareContext(ctx, `INSERT OR IGNORE INTO opted(phone, reason) VALUES(?, ?)`)
+	if err != nil {
+		return 0, fmt.Errorf("opt-outs: %w", err)
+	}
+	defer ins.Close()
+	for {
+		p, reason, err := next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return 0, err
+		}
+		if _, err := ins.ExecContext(ctx, p, reason); err != nil {
+			return 0, fmt.Errorf("opt-outs: %w", err)
+		}
+	}
+	res, err := tx.ExecContext(ctx, `UPDATE recipients SET status = 'skipped', skip_kind = ?1, wait = NULL, updated_at = ?2,
+		reason = (SELECT CASE WHEN recipients.attempts > 0 THEN o.reason || ' after an attempt with no answer' ELSE o.reason END FROM opted o WHERE o.phone = recipients.phone)
+		WHERE status = 'pending' AND phone IN (SELECT phone FROM opted)`, string(campaign.SkipOptedOut), ms(time.Now()))
+	if err != nil {
+		return 0, fmt.Errorf("opt-outs: %w", err)
+	}
+	n, _ := res.RowsAffected()
+	if _, err := tx.ExecContext(ctx, `DROP TABLE opted`); err != nil {
+		return 0, fmt.Errorf("opt-outs: %w", err)
+	}
+	return n, tx.Commit()
+}
