@@ -163,6 +163,9 @@ const (
 	// FailOptedOut: the recipient opted out of messages from the sender
 	// (SMS: STOP). Never retried, never a success.
 	FailOptedOut = "opted_out"
+	// FailStoppedMarketing: the recipient stopped marketing messages from
+	// the business (WhatsApp 131050); other messages may still go.
+	FailStoppedMarketing = "stopped_marketing"
 )
 
 // Receipt is a provider's acceptance of a message.

@@ -30,7 +30,9 @@ func reasonNote(reason string) string {
 	case campaign.FailThrottleExhausted:
 		return "  throttled on every try: lower --rate, or ask AWS for more parts per second"
 	case campaign.FailOptedOut:
-		return "  the recipient replied STOP: never a success, never resent"
+		return "  the recipient replied STOP: never a success, never resent; the operator ledger keeps it for every later campaign"
+	case campaign.FailStoppedMarketing:
+		return "  the recipient stopped marketing messages: the operator ledger keeps it, later marketing campaigns skip them"
 	}
 	return ""
 }

@@ -15,11 +15,16 @@ type OptOut struct {
 	Channel string // where it came from: "whatsapp", "sms"
 	Source  string // how: "reply STOP", "user_preferences webhook", "131050", "import"
 	At      time.Time
+	// MarketingOnly: the recipient stopped marketing messages only (a
+	// WhatsApp "stop promotions", 131050); other messages may still go.
+	MarketingOnly bool
 }
 
 // AddOptOuts records o in one transaction and returns how many phones were
 // new. It is idempotent per phone: the first opt-out recorded of a phone
-// is kept, later ones (in o or since) change nothing. The transaction is
+// is kept, later ones (in o or since) change nothing, but for one that
+// covers everything where the kept one covered marketing only: it
+// replaces it (an opt-out only ever widens). The transaction is
 // committed with synchronous=FULL, so that a power cut right after never
 // loses an opt-out (a send recorded so may be lost; an opt-out lost would
 // be messaged again).
@@ -33,13 +38,15 @@ func (l *Ledger) AddOptOuts(ctx context.Context, o []OptOut) (added int, err err
 		return 0, nil
 	}
 	err = l.durably(ctx, func(tx *sql.Tx) error {
-		stmt, err := tx.PrepareContext(ctx, `INSERT INTO optouts (phone, channel, source, at) VALUES (?, ?, ?, ?) ON CONFLICT (phone) DO NOTHING`)
+		stmt, err := tx.PrepareContext(ctx, `INSERT INTO optouts (phone, channel, source, at, marketing_only) VALUES (?, ?, ?, ?, ?)
+			ON CONFLICT (phone) DO UPDATE SET channel = excluded.channel, source = excluded.source, at = excluded.at, marketing_only = 0
+			WHERE optouts.marketing_only = 1 AND excluded.marketing_only = 0`)
 		if err != nil {
 			return err
 		}
 		defer stmt.Close()
 		for _, x := range o {
-			res, err := stmt.ExecContext(ctx, x.Phone, x.Channel, x.Source, ms(x.At))
+			res, err := stmt.ExecContext(ctx, x.Phone, x.Channel, x.Source, ms(x.At), x.MarketingOnly)
 			if err != nil {
 				return err
 			}
@@ -93,7 +100,7 @@ func (l *Ledger) RemoveOptOut(ctx context.Context, phone string) error {
 func (l *Ledger) OptedOut(ctx context.Context, phone string) (OptOut, bool, error) {
 	o := OptOut{Phone: phone}
 	var at int64
-	err := l.db.QueryRowContext(ctx, `SELECT channel, source, at FROM optouts WHERE phone = ?`, phone).Scan(&o.Channel, &o.Source, &at)
+	err := l.db.QueryRowContext(ctx, `SELECT channel, source, at, marketing_only FROM optouts WHERE phone = ?`, phone).Scan(&o.Channel, &o.Source, &at, &o.MarketingOnly)
 	if errors.Is(err, sql.ErrNoRows) {
 		return OptOut{}, false, nil
 	}
@@ -133,7 +140,7 @@ func (l *Ledger) EachOptOut(ctx context.Context, fn func(OptOut) error) error {
 
 // optOutsAfter reads the page of opt-outs whose phones follow after.
 func (l *Ledger) optOutsAfter(ctx context.Context, after string) ([]OptOut, error) {
-	rows, err := l.db.QueryContext(ctx, `SELECT phone, channel, source, at FROM optouts WHERE phone > ? ORDER BY phone LIMIT ?`, after, optOutPage)
+	rows, err := l.db.QueryContext(ctx, `SELECT phone, channel, source, at, marketing_only FROM optouts WHERE phone > ? ORDER BY phone LIMIT ?`, after, optOutPage)
 	if err != nil {
 		return nil, fmt.Errorf("read opt-outs: %w", err)
 	}
@@ -142,7 +149,7 @@ func (l *Ledger) optOutsAfter(ctx context.Context, after string) ([]OptOut, erro
 	for rows.Next() {
 		var o OptOut
 		var at int64
-		if err := rows.Scan(&o.Phone, &o.Channel, &o.Source, &at); err != nil {
+		if err := rows.Scan(&o.Phone, &o.Channel, &o.Source, &at, &o.MarketingOnly); err != nil {
 			return nil, fmt.Errorf("read opt-outs: %w", err)
 		}
 		o.At = fromMS(at)

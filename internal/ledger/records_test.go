@@ -198,3 +198,29 @@ func TestEachOptOut(t *testing.T) {
 		t.Errorf("EachOptOut = %v after %d calls, want fn's error after 1", err, calls)
 	}
 }
+
+// An opt-out only widens: one of marketing only gives way to one of
+// everything, never the other way round.
+func TestOptOutsWiden(t *testing.T) {
+	ctx := context.Background()
+	l := newLedger(t)
+	steps := []struct {
+		add       OptOut
+		marketing bool   // what the phone's opt-out covers after
+		source    string // and whose it is
+	}{
+		{OptOut{Phone: "+15550001", Channel: "whatsapp", Source: "131050", At: t0, MarketingOnly: true}, true, "131050"},
+		{OptOut{Phone: "+15550001", Channel: "whatsapp", Source: "user_preferences webhook", At: at(h), MarketingOnly: true}, true, "131050"},
+		{OptOut{Phone: "+15550001", Channel: "sms", Source: "reply STOP", At: at(2 * h)}, false, "reply STOP"},
+		{OptOut{Phone: "+15550001", Channel: "whatsapp", Source: "131050", At: at(3 * h), MarketingOnly: true}, false, "reply STOP"},
+	}
+	for i, st := range steps {
+		if _, err := l.AddOptOuts(ctx, []OptOut{st.add}); err != nil {
+			t.Fatal(err)
+		}
+		o, ok, err := l.OptedOut(ctx, st.add.Phone)
+		if err != nil || !ok || o.MarketingOnly != st.marketing || o.Source != st.source {
+			t.Fatalf("step %d: %+v, %v, %v; want marketing only %v from %q", i, o, ok, err, st.marketing, st.source)
+		}
+	}
+}

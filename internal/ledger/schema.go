@@ -55,6 +55,10 @@ var migrations = []string{
 		source  TEXT NOT NULL,
 		at      INTEGER NOT NULL
 	);`,
+
+	// 2: what an opt-out covers: 1 for marketing only (WhatsApp's "stop
+	// promotions", a user_preferences stop, 131050), 0 for everything.
+	`ALTER TABLE optouts ADD COLUMN marketing_only INTEGER NOT NULL DEFAULT 0;`,
 }
 
 // schemaVersion is the schema this code writes and reads.

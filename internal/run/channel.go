@@ -65,6 +65,14 @@ type Preflighter interface {
 	Preflight(ctx context.Context, c *Campaign) error
 }
 
+// Marketer is a channel that can tell whether a campaign is marketing
+// (opt-outs of marketing only skip only such a campaign's rows). A
+// channel that cannot tell is taken as marketing: an opt-out is honoured
+// when in doubt.
+type Marketer interface {
+	Marketing(s store.Settings) bool
+}
+
 // OptOutSyncer is a channel that can read its senders' opt-out lists and
 // skip the rows on them (reason opted_out), when its options ask it to.
 type OptOutSyncer interface {

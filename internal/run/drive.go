@@ -153,6 +153,10 @@ func (c *Campaign) Prepare(ctx context.Context) error {
 // optOuts skips the rows whose phone opted out, as the operator ledger
 // knows from any campaign or channel, each with how and when.
 func (c *Campaign) optOuts(ctx context.Context) (int64, error) {
+	marketing := true
+	if m, ok := c.ch.(Marketer); ok {
+		marketing = m.Marketing(c.Settings)
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	outs := make(chan ledger.OptOut, 256)
@@ -160,6 +164,9 @@ func (c *Campaign) optOuts(ctx context.Context) (int64, error) {
 	go func() {
 		defer close(outs)
 		errc <- c.opts.Ledger.EachOptOut(ctx, func(o ledger.OptOut) error {
+			if o.MarketingOnly && !marketing {
+				return nil
+			}
 			select {
 			case outs <- o:
 				return nil

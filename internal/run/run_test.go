@@ -81,9 +81,17 @@ func (c *channel) Sender(context.Context, *run.Campaign) (*run.Sender, error) {
 func (c *channel) Send(_ context.Context, m campaign.Message) (campaign.Receipt, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if len(m.Params) > 0 && m.Params[0] == "stops marketing" {
+		return campaign.Receipt{}, &campaign.SendError{Class: campaign.Permanent, Code: 131050, Title: "stopped marketing", Reason: campaign.FailStoppedMarketing}
+	}
 	c.sent = append(c.sent, m)
 	return campaign.Receipt{ID: fmt.Sprint("id.", m.Row)}, nil
 }
+
+// utility is the channel of a campaign that is not marketing.
+type utility struct{ *channel }
+
+func (utility) Marketing(store.Settings) bool { return false }
 
 // campaignFile writes a CSV of n recipients (the third is "bad", the
 // fourth from a sender that is not one) and returns its path.

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/bulksend/bulksend/internal/campaign"
 	"github.com/bulksend/bulksend/internal/engine"
 	"github.com/bulksend/bulksend/internal/ledger"
 	"github.com/bulksend/bulksend/internal/schedule"
@@ -203,6 +204,13 @@ type gate struct {
 
 	mu      sync.Mutex
 	recheck time.Time // when a zone group's window next opens or closes; zero: now
+
+	// optOuts, when not nil, keeps in the operator ledger the recipients
+	// whose sends failed because they opted out: phones holds the phones
+	// of the rows claimed and not yet recorded.
+	optOuts *ledger.Ledger
+	channel string
+	phones  sync.Map // row -> phone
 }
 
 type logger interface {
@@ -214,7 +222,7 @@ type logger interface {
 // none it only brings the schedule's clock.
 func (c *Campaign) newGate(ctx context.Context) (*gate, error) {
 	s := c.Settings
-	g := &gate{Store: c.Store, now: c.now, log: c.opts.Log, start: s.StartAt, end: s.EndAt}
+	g := &gate{Store: c.Store, now: c.now, log: c.opts.Log, start: s.StartAt, end: s.EndAt, optOuts: c.opts.Ledger, channel: string(c.ch.Name())}
 	if len(s.Window) > 0 {
 		w, z, err := window(s)
 		if err != nil {
@@ -250,10 +258,43 @@ func (g *gate) Claim(ctx context.Context, sender string, _ time.Time, limit int)
 		return nil, nil
 	}
 	jobs, err := g.Store.Claim(ctx, sender, now, limit)
-	if err != nil || g.budget == nil || len(jobs) == 0 {
-		return jobs, err
+	if err == nil && g.budget != nil && len(jobs) > 0 {
+		jobs, err = g.budget.admit(ctx, g.Store, sender, jobs, now)
 	}
-	return g.budget.admit(ctx, g.Store, sender, jobs, now)
+	if g.optOuts != nil {
+		for _, j := range jobs {
+			g.phones.Store(j.Row, j.Phone)
+		}
+	}
+	return jobs, err
+}
+
+// Record records results, and keeps in the operator ledger the
+// recipients a send found opted out, for every later campaign: a STOP
+// (all messages), a stop of marketing (marketing only).
+func (g *gate) Record(ctx context.Context, results []engine.Result) error {
+	if err := g.Store.Record(ctx, results); err != nil || g.optOuts == nil {
+		return err
+	}
+	var outs []ledger.OptOut
+	for _, r := range results {
+		p, ok := g.phones.LoadAndDelete(r.Row)
+		if !ok || r.Outcome != engine.OutcomeFailed {
+			continue
+		}
+		switch r.Reason {
+		case campaign.FailOptedOut:
+			outs = append(outs, ledger.OptOut{Phone: p.(string), Channel: g.channel, Source: "send failed: opted out", At: r.At})
+		case campaign.FailStoppedMarketing:
+			outs = append(outs, ledger.OptOut{Phone: p.(string), Channel: g.channel, Source: "send failed: stopped marketing messages", At: r.At, MarketingOnly: true})
+		}
+	}
+	if len(outs) > 0 {
+		if _, err := g.optOuts.AddOptOuts(ctx, outs); err != nil {
+			g.log.Warn("the operator ledger could not keep opt-outs", "rows", len(outs), "err", err)
+		}
+	}
+	return nil
 }
 
 // NextDue is when sender's next row may be sent, in the engine's clock;

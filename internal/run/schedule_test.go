@@ -274,3 +274,43 @@ func TestWindowWidenedOnResume(t *testing.T) {
 		t.Fatalf("stored window %v (%v)", s.Window, err)
 	}
 }
+
+// A send that fails because the recipient stopped marketing messages puts
+// the phone in the operator ledger, marketing only: a later marketing
+// campaign skips it, a utility one sends to it.
+func TestStoppedMarketingKeptInTheLedger(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	l, err := ledger.Open(ctx, filepath.Join(dir, "ledger.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	o := schedOptions(writeCSV(t, dir, "a.csv", "phone,name\n+12015550100,Ann\n+12015550101,stops marketing\n"))
+	o.Ledger = l
+	if out, sent := runAt(t, o, time.Now()); len(sent) != 1 || out.Counts.Failed != 1 {
+		t.Fatalf("first campaign: sent %v, counts %+v", sent, out.Counts)
+	}
+	got, ok, err := l.OptedOut(ctx, "+12015550101")
+	if err != nil || !ok || !got.MarketingOnly || got.Channel != "test" {
+		t.Fatalf("the ledger holds %+v, %v, %v; want a marketing-only opt-out", got, ok, err)
+	}
+	body := "phone,name\n+12015550101,Bo\n+12015550102,Cy\n"
+	for _, tc := range []struct {
+		name string
+		ch   run.Channel
+		sent int
+	}{{"marketing", &channel{}, 1}, {"utility", utility{&channel{}}, 2}} {
+		o := schedOptions(writeCSV(t, t.TempDir(), "b.csv", body))
+		o.Ledger = l
+		c, err := run.Open(ctx, o, tc.ch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := c.Run(ctx, ctx, run.Hooks{})
+		c.Close()
+		if err != nil || res.Outcome.Counts.Sent != int64(tc.sent) {
+			t.Fatalf("a %s campaign: %v, counts %+v; want %d sent", tc.name, err, res.Outcome.Counts, tc.sent)
+		}
+	}
+}

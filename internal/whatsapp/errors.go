@@ -132,6 +132,7 @@ var classes = map[int]campaign.Class{
 // title (campaign.SendError.Reason).
 var reasons = map[int]string{
 	131049: campaign.FailMarketingCap,
+	131050: campaign.FailStoppedMarketing,
 }
 
 // SyncRest is how long the Marketing Messages API asks to wait after 134101

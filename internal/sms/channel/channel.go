@@ -412,3 +412,11 @@ func ReadLog(ctx context.Context, rc *reconcile.Reconciler, path string, stdin i
 	}
 	return r.Counts(), nil
 }
+
+var _ run.Marketer = (*Channel)(nil)
+
+// Marketing: promotional messages, or those of the identity's own type
+// (unknown here: an opt-out of marketing is honoured when in doubt).
+func (*Channel) Marketing(s store.Settings) bool {
+	return !strings.EqualFold(s.MessageType, "TRANSACTIONAL")
+}

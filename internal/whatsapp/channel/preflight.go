@@ -251,3 +251,12 @@ func (c *Channel) DailyLimit(s store.Settings) (users int, unlimited, ok bool) {
 	}
 	return users, unlimited, ok
 }
+
+var _ run.Marketer = (*Channel)(nil)
+
+// Marketing: a marketing template, or one whose category is unknown (the
+// template was not read: an opt-out of marketing is honoured when in
+// doubt), or any send through the Marketing Messages API.
+func (c *Channel) Marketing(s store.Settings) bool {
+	return s.Category == "" || strings.EqualFold(s.Category, "marketing") || s.API == "marketing"
+}
