@@ -257,6 +257,18 @@ func printPlanSchedule(w io.Writer, p *run.Plan, marketing bool) {
 	if sp.DailyLimit > 0 {
 		fmt.Fprintf(w, "daily limit: %d unique recipients per moving 24 hours: the rows to send need at least %d day(s) (less what other campaigns of the portfolio send)\n", sp.DailyLimit, sp.Days)
 	}
+	if !sp.Window.IsZero() || sp.DailyLimit > 0 {
+		fmt.Fprintf(w, "estimate under the schedule: about %s (the window open %.0f%% of the week; the rate, the daily limit and the first opening together; retries and throttles add to it)\n",
+			roundDays(sp.ETA), 100*sp.OpenShare)
+	}
+}
+
+// roundDays is a long estimate as an operator reads it.
+func roundDays(d time.Duration) string {
+	if d >= 48*time.Hour {
+		return fmt.Sprintf("%.1f days", d.Hours()/24)
+	}
+	return d.Round(time.Minute).String()
 }
 
 func zoneLabel(key string) string {

@@ -310,7 +310,7 @@ func (c *Campaign) drive(ctx, runCtx context.Context, sender *Sender, h Hooks) (
 			return nil, errors.Join(runErr, err)
 		}
 	}
-	c.noteLedger(ctx, stats, cfg.Senders)
+	c.noteLedger(ctx, stats, cfg.Learned)
 	final, err := st.Counts(ctx)
 	if err != nil {
 		return nil, err

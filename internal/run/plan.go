@@ -40,7 +40,11 @@ func (c *Campaign) Plan(ctx context.Context) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Plan{Settings: c.Settings, Breakdown: r, Pending: pending, Binding: c.bound, Store: c.Store, Schedule: sp}, nil
+	p := &Plan{Settings: c.Settings, Breakdown: r, Pending: pending, Binding: c.bound, Store: c.Store, Schedule: sp}
+	if sp != nil {
+		sp.ETA = sp.eta(p.Longest())
+	}
+	return p, nil
 }
 
 // Duration is how long n of the rate's units take to send from one

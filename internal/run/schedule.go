@@ -594,7 +594,7 @@ func (c *Campaign) endSchedule(ctx context.Context, g *gate) (int64, error) {
 // noteLedger records in the operator ledger where the campaign is and
 // what its numbers were learned to accept; a ledger that cannot be
 // written is logged, never the run's failure.
-func (c *Campaign) noteLedger(ctx context.Context, stats engine.Stats, senders []string) {
+func (c *Campaign) noteLedger(ctx context.Context, stats engine.Stats, seeded map[string]float64) {
 	l := c.opts.Ledger
 	if l == nil || c.tmp != "" {
 		return
@@ -604,13 +604,11 @@ func (c *Campaign) noteLedger(ctx context.Context, stats engine.Stats, senders [
 	for sender, r := range stats.Learned {
 		err = errors.Join(err, l.SetLearned(ctx, c.opts.ledgerKey(sender), r, now))
 	}
-	if stats.Requests > 0 {
-		// A number that sent this run at its rate without teaching a lower
-		// one: what an earlier campaign learned of it no longer holds.
-		for _, sender := range senders {
-			if _, ok := stats.Learned[sender]; !ok {
-				err = errors.Join(err, l.ClearLearned(ctx, c.opts.ledgerKey(sender)))
-			}
+	// A number that started at a learned limit and probed back up to the
+	// rate: what was learned of it no longer holds.
+	for sender := range seeded {
+		if _, ok := stats.Learned[sender]; !ok && stats.Requests > 0 {
+			err = errors.Join(err, l.ClearLearned(ctx, c.opts.ledgerKey(sender)))
 		}
 	}
 	if err != nil {
@@ -635,6 +633,57 @@ type SchedulePlan struct {
 	DailyLimit int
 	Days       int
 	SendAt     int64 // pending rows with a send_at still to come
+	// OpenShare is the share of a week the window is open (1 without
+	// one); ETA the estimate under the window, the daily limit and the
+	// rate together (see Plan.ScheduleETA).
+	OpenShare float64
+	ETA       time.Duration
+}
+
+// openShare is the share of a week w is open, read every quarter hour.
+func openShare(w schedule.Window) float64 {
+	if w.IsZero() {
+		return 1
+	}
+	const step = 15 * time.Minute
+	start := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC) // a Monday
+	open := 0
+	n := int(7 * 24 * time.Hour / step)
+	for i := range n {
+		if ok, _, _ := w.Open(start.Add(time.Duration(i)*step), nil); ok {
+			open++
+		}
+	}
+	return float64(open) / float64(n)
+}
+
+// eta is how long the rows take under the schedule: the rate's time
+// stretched to the hours the window is open, and at least the days the
+// daily limit needs. An estimate: retries, throttles and other campaigns
+// of the portfolio add to it.
+func (sp *SchedulePlan) eta(atRate time.Duration) time.Duration {
+	d := atRate
+	if sp.OpenShare > 0 && sp.OpenShare < 1 {
+		d = time.Duration(float64(atRate) / sp.OpenShare)
+		// Nothing goes before the first window opens anywhere.
+		var first time.Time
+		for _, z := range sp.Zones {
+			if z.Open {
+				first = time.Time{}
+				break
+			}
+			if !z.Change.IsZero() && (first.IsZero() || z.Change.Before(first)) {
+				first = z.Change
+			}
+		}
+		if !first.IsZero() {
+			d += first.Sub(sp.At)
+		}
+	}
+	if sp.Days > 1 {
+		d = max(d, time.Duration(sp.Days-1)*24*time.Hour+atRate/time.Duration(sp.Days))
+	}
+	return d
 }
 
 // ZonePlan is one zone set's pending rows.
@@ -657,13 +706,13 @@ type QuietPlan struct {
 func (c *Campaign) planSchedule(ctx context.Context, pending int64) (*SchedulePlan, error) {
 	s := c.Settings
 	now := c.now()
-	sp := &SchedulePlan{Zone: s.WindowTZ, At: now}
+	sp := &SchedulePlan{Zone: s.WindowTZ, At: now, OpenShare: 1}
 	if len(s.Window) > 0 {
 		w, z, err := window(s)
 		if err != nil {
 			return nil, err
 		}
-		sp.Window = w
+		sp.Window, sp.OpenShare = w, openShare(w)
 		groups, err := c.Store.ZoneGroups(ctx)
 		if err != nil {
 			return nil, err

@@ -2,6 +2,7 @@ package run_test
 
 import (
 	"context"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -312,5 +313,45 @@ func TestStoppedMarketingKeptInTheLedger(t *testing.T) {
 		if err != nil || res.Outcome.Counts.Sent != int64(tc.sent) {
 			t.Fatalf("a %s campaign: %v, counts %+v; want %d sent", tc.name, err, res.Outcome.Counts, tc.sent)
 		}
+	}
+}
+
+// What a number was learned to accept is kept in the operator ledger: a
+// new campaign starts there, and a rehearsal's scope keeps its own.
+func TestLearnedLimitAcrossCampaigns(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	l, err := ledger.Open(ctx, filepath.Join(dir, "ledger.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if err := l.SetLearned(ctx, "s1", 50, time.Now().Add(-time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	var logs strings.Builder
+	o := schedOptions(writeCSV(t, dir, "c.csv", "phone,name\n+12015550100,Ann\n+12015550101,Bo\n"))
+	o.Ledger, o.Log = l, slog.New(slog.NewTextHandler(&logs, nil))
+	if out, _ := runAt(t, o, time.Now()); out.Counts.Sent != 2 {
+		t.Fatalf("counts %+v", out.Counts)
+	}
+	if !strings.Contains(logs.String(), "number s1 starts at 50/s, what a campaign found it accepts") {
+		t.Fatalf("the run did not start at the learned 50/s:\n%s", logs.String())
+	}
+	// Two sends taught nothing new: the limit stays.
+	if v, _, ok, err := l.Learned(ctx, "s1", time.Now()); err != nil || !ok || v > 50 {
+		t.Fatalf("the ledger holds %v, %v (%v); want what was learned kept", v, ok, err)
+	}
+	// A rehearsal's scope keeps its own.
+	o.LedgerScope = "sandbox"
+	if err := l.SetLearned(ctx, "s1", 40, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	o.CSV = writeCSV(t, dir, "d.csv", "phone,name\n+12015550102,Cy\n")
+	o.DB = strings.TrimSuffix(o.CSV, ".csv") + ".bulksend.db"
+	logs.Reset()
+	runAt(t, o, time.Now())
+	if strings.Contains(logs.String(), "starts at 40/s") {
+		t.Fatalf("a sandbox run took the real number's learned limit:\n%s", logs.String())
 	}
 }

@@ -29,7 +29,7 @@ func TestClassByCode(t *testing.T) {
 		{"bare 429", APIError{HTTPStatus: 429}, campaign.Throttled, "", 0},
 		{"bare 404: wrong URL", APIError{HTTPStatus: 404}, campaign.Fatal, "", 0},
 		{"undeliverable 131026", APIError{HTTPStatus: 400, Code: 131026, Type: "OAuthException"}, campaign.Permanent, "", 0},
-		{"opted out 131050", APIError{HTTPStatus: 400, Code: 131050, Type: "OAuthException"}, campaign.Permanent, "", 0},
+		{"stopped marketing 131050", APIError{HTTPStatus: 400, Code: 131050, Type: "OAuthException"}, campaign.Permanent, campaign.FailStoppedMarketing, 0},
 		{"experiment 130472", APIError{HTTPStatus: 400, Code: 130472, Type: "OAuthException"}, campaign.Permanent, "", 0},
 		{"blocked 130403", APIError{HTTPStatus: 400, Code: 130403, Type: "OAuthException"}, campaign.Permanent, "", 0},
 		{"token 190", APIError{HTTPStatus: 401, Code: 190, Type: "OAuthException"}, campaign.Fatal, "", 0},
