@@ -180,14 +180,22 @@ func (r limitRun) once() (bool, string) {
 // issue 28), and answers after 200 ms ± 10 ms. Beside each number's rate
 // it prints the strict window's largest second (the most requests that
 // arrived in any sliding second: over the limit by the throttled ones).
-// Targets, per case:
+// Targets, per case (issue 28):
 //   - exact: told exactly 400/s: ≥ 99% of it, 0 throttled;
-//   - lower: told 400/s, allowing 300/s: ≥ 90% of 300, ≤ 2% of rows
-//     answered 130429, nothing lost or sent twice;
-//   - tier: told 1000/s, allowing Meta's default 80/s: ≥ 85% of 80, ≤ 5%
-//     of rows throttled. The first throttle's answer comes a round trip
-//     after the number's second filled: until then about 200 requests go
-//     at the told rate, which is why this campaign has 5,000 rows;
+//   - lower: told 400/s, allowing 300/s: ≥ 98% of 300, ≤ 1% of rows
+//     answered 130429, nothing lost or sent twice. The first throttle's
+//     answer comes a round trip (200 ms) after the number's second filled:
+//     the 80 requests that left meanwhile at 400/s are throttled, and under
+//     the strict window they count, so the pacer waits until they have
+//     left the second too. That is 160 of the 180 throttles the target
+//     allows, for the two numbers; a trial of a higher limit that fails
+//     costs one or two more;
+//   - tier: told 1000/s, allowing Meta's default 80/s: ≥ 98% of 80, ≤ 3%
+//     of rows throttled. Until the first throttle's answer about 200
+//     requests go at the told rate (990/s in the first second for 200 ms),
+//     all but the first 80 throttled: 4% of the 5,000 rows before anything
+//     else. Only a slower first second (fewer requests before the first
+//     answers, at a cost to every campaign told the truth) would reach 3%;
 //   - jitter: told exactly 400/s, requests bunched by ±10 ms on the way:
 //     ≥ 95%, a handful of throttles at most.
 func BenchmarkLimits(b *testing.B) {
@@ -199,8 +207,8 @@ func BenchmarkLimits(b *testing.B) {
 		throttled float64 // share of rows answered 130429, at most
 	}{
 		{"exact", limitCase{told: 400, allows: two(400), rows: 2 * 400 * 12}, 0.99, 0},
-		{"lower", limitCase{told: 400, allows: two(300), rows: 2 * 300 * 30}, 0.90, 0.02},
-		{"tier", limitCase{told: 1000, allows: map[string]float64{"1000001": 80}, rows: 5000}, 0.85, 0.05},
+		{"lower", limitCase{told: 400, allows: two(300), rows: 2 * 300 * 30}, 0.98, 0.01},
+		{"tier", limitCase{told: 1000, allows: map[string]float64{"1000001": 80}, rows: 5000}, 0.98, 0.03},
 		{"jitter", limitCase{told: 400, allows: two(400), rows: 2 * 400 * 15, arrival: 10 * time.Millisecond}, 0.95, 0.002},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
@@ -226,11 +234,15 @@ func BenchmarkLimits(b *testing.B) {
 }
 
 // BenchmarkRetryTail: 100,000 rows at 500/s on one number whose limit is
-// 500/s, 5% of requests answered with a transient error: retries ride in
-// the slots the errors gave back, and the campaign ends within 2% of rows
-// ÷ rate. The strict window counts the failed requests too (a slot an
-// error took is not given back within its second), so a pacer that books
-// retries as if the errors had not counted is throttled here. BULKSEND_BENCH_ROWS shrinks it.
+// 500/s, 5% of requests answered with a transient error. The strict window
+// counts the failed requests too (a slot an error took is not given back
+// within its second), so the campaign needs rows ÷ (1 − 5%) requests, and
+// no pacer can send them faster than the limit: the ideal is
+// rows ÷ (0.95 × 500) = 210.5 s, not rows ÷ 500 = 200 s. Target: within
+// 2% of that, no throttle. A pacer that books retries as if the errors
+// had not counted (in the slots they would have given back under a kinder
+// count) is throttled here, and each throttle keeps the second full.
+// BULKSEND_BENCH_ROWS shrinks it.
 func BenchmarkRetryTail(b *testing.B) {
 	rows := 100_000
 	if n := rowsFromEnv(); n < millionRows {
@@ -238,8 +250,10 @@ func BenchmarkRetryTail(b *testing.B) {
 	}
 	const rate = 500
 	for range b.N {
-		r := runLimits(b, limitCase{told: rate, allows: map[string]float64{"1000001": rate}, rows: rows, faults: 0.05})
-		ideal := time.Duration(float64(rows) / rate * float64(time.Second))
+		const faults = 0.05
+		r := runLimits(b, limitCase{told: rate, allows: map[string]float64{"1000001": rate}, rows: rows, faults: faults})
+		bare := time.Duration(float64(rows) / rate * float64(time.Second))
+		ideal := time.Duration(float64(rows) / (1 - faults) / rate * float64(time.Second))
 		ratio := r.elapsed.Seconds() / ideal.Seconds()
 		most := r.maxArrivals()
 		b.ReportMetric(ratio, "x-ideal")
@@ -247,10 +261,10 @@ func BenchmarkRetryTail(b *testing.B) {
 		b.ReportMetric(float64(most), "max-1s-arrivals")
 		once, lost := r.once()
 		verdict := "ok"
-		if ratio > 1.02 || !once {
+		if ratio > 1.02 || r.throttled > 0 || !once {
 			verdict = "MISSED"
 		}
-		fmt.Printf("retry tail: %d rows at %d/s with 5%% transient errors took %.1f s = %.3f× the ideal %.1f s (target ≤ 1.02×; pace %.1f/s); 130429 answers %d; largest second by arrival %d (limit %d; the strict window counts the failed requests too); %s [%s]\n",
-			rows, rate, r.elapsed.Seconds(), ratio, ideal.Seconds(), pace.Paced(rate), r.throttled, most, rate, lost, verdict)
+		fmt.Printf("retry tail: %d rows at %d/s with 5%% transient errors took %.1f s = %.3f× the ideal %.1f s of rows ÷ (0.95 × rate) (target ≤ 1.02×; pace %.1f/s), %.3f× rows ÷ rate; 130429 answers %d (target 0); largest second by arrival %d (limit %d; the strict window counts the failed requests too); %s [%s]\n",
+			rows, rate, r.elapsed.Seconds(), ratio, ideal.Seconds(), pace.Paced(rate), r.elapsed.Seconds()/bare.Seconds(), r.throttled, most, rate, lost, verdict)
 	}
 }

@@ -184,19 +184,19 @@ func (*departures) Waited(string, time.Duration) {}
 
 // mostParts is the most parts that the requests of sender put in one second
 // by when they left, whatever their answer, charged as the sandbox's
-// budget charges them: a k-part message leaving at t charges t, t + 1/mps,
-// … (mps whole). It is what a client's pacing alone is answerable for:
+// strict window charges them: a k-part message leaving at t charges all k
+// at t. It is what a client's pacing alone is answerable for:
 // arrivals add the loopback's and the scheduler's delays, which bunch
 // requests that left evenly spaced, and a stall of this machine can make
 // the sandbox throttle a client that kept its pace.
-func (r *smsRun) mostParts(sender string, mps int) int {
+func (r *smsRun) mostParts(sender string) int {
 	var charges []time.Time
 	for _, a := range r.attempts.a {
 		if a.Sender != sender {
 			continue
 		}
-		for j := range r.rows[a.Row-1].parts {
-			charges = append(charges, a.At.Add(time.Duration(j)*time.Second/time.Duration(mps)))
+		for range r.rows[a.Row-1].parts {
+			charges = append(charges, a.At)
 		}
 	}
 	return mostInASecond(charges)
@@ -357,9 +357,10 @@ func (r *smsRun) checkBuckets(t *testing.T) {
 var identities = []string{"+12065550101", "+12065550102", "+12065550103", "+12065550104"}
 
 // TestSMSPartsPerIdentityStayWithinMPS: four identities of 10 parts a
-// second, a client at 10, rows of one, two and three parts in GSM-7 and
-// UCS-2: every row is sent, and by when its requests left no second of any
-// identity holds more than 10 parts. The sandbox's count of parts
+// second counted strictly (every part of a send at its arrival, whatever
+// its answer), a client at 10, rows of one, two and three parts in GSM-7
+// and UCS-2: every row is sent, and by when its requests left no second
+// of any identity holds more than 10 parts. The sandbox's count of parts
 // accepted per identity, made by its own code, equals the sum of the parts
 // the client measured and stored for that identity's rows.
 //
@@ -371,7 +372,7 @@ var identities = []string{"+12065550101", "+12065550102", "+12065550103", "+1206
 func TestSMSPartsPerIdentityStayWithinMPS(t *testing.T) {
 	const rows, mps = 200, 10
 	all := smsRows(t, rows, func(i int) string { return identities[i%len(identities)] })
-	r := sendSMS(t, all, smssandbox.Config{Seed: 1, MPS: mps, Latency: 10 * time.Millisecond, Jitter: 5 * time.Millisecond},
+	r := sendSMS(t, all, smssandbox.Config{Seed: 1, MPS: mps, StrictWindow: true, Latency: 10 * time.Millisecond, Jitter: 5 * time.Millisecond},
 		engine.Config{Rate: mps, ThrottleTries: 5, ThrottleBase: 10 * time.Millisecond, ThrottleMax: 100 * time.Millisecond}, 10*time.Second)
 
 	if r.counts.Sent != rows {
@@ -388,7 +389,7 @@ func TestSMSPartsPerIdentityStayWithinMPS(t *testing.T) {
 	}
 	for _, id := range identities {
 		s := r.stats.Identities[id]
-		left := r.mostParts(id, mps)
+		left := r.mostParts(id)
 		budget += s.BudgetThrottles
 		t.Logf("%s: %d messages, %d parts, at most %d parts in a second as they left, %d as they arrived, %d budget throttles",
 			id, s.Accepted, s.AcceptedParts, left, s.MaxWindowParts, s.BudgetThrottles)
@@ -421,14 +422,14 @@ func TestSMSPartsPerIdentityStayWithinMPS(t *testing.T) {
 func TestSMSFasterThanMPSIsThrottled(t *testing.T) {
 	const rows, mps = 120, 10
 	all := smsRows(t, rows, func(i int) string { return identities[i%len(identities)] })
-	r := sendSMS(t, all, smssandbox.Config{Seed: 1, MPS: mps, Latency: 10 * time.Millisecond, Jitter: 5 * time.Millisecond},
+	r := sendSMS(t, all, smssandbox.Config{Seed: 1, MPS: mps, StrictWindow: true, Latency: 10 * time.Millisecond, Jitter: 5 * time.Millisecond},
 		engine.Config{Rate: 12, ThrottleTries: 5, ThrottleBase: 10 * time.Millisecond, ThrottleMax: 100 * time.Millisecond}, 10*time.Second)
 
 	budget, over := int64(0), false
 	for _, id := range identities {
 		s := r.stats.Identities[id]
 		budget += s.BudgetThrottles
-		left := r.mostParts(id, mps)
+		left := r.mostParts(id)
 		over = over || left > mps
 		t.Logf("%s: %d messages, %d parts, at most %d parts in a second as they left, %d accepted as they arrived, %d budget throttles",
 			id, s.Accepted, s.AcceptedParts, left, s.MaxWindowParts, s.BudgetThrottles)

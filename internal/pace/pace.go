@@ -1,29 +1,47 @@
 // Package pace spaces sends per sender phone number and learns each
 // number's real throughput from the API's answers.
 //
-// Each number has a token bucket (golang.org/x/time/rate) with a burst of
-// one, so sends leave evenly spaced, at the number's limit less a headroom
-// of about one message. The limit starts at the configured rate (the
-// ceiling, never exceeded). The API counts accepted messages over a sliding
-// second; the pacer keeps the same record of its own sends, so that:
-//   - on a throttle it knows how many of its sends the API took in the
+// The pacer assumes the strictest count an API may keep, the one the
+// project's sandboxes rehearse (--strict-window): every request counts in
+// its number's sliding second at its arrival, whatever its answer (a
+// request refused with an error, or throttled, took its slot all the
+// same), and an SMS of k parts counts k at once. An API that counts more
+// kindly (accepted messages only, the parts of an SMS one by one) loses a
+// little throughput to it, never a message to a throttle.
+//
+// Each number has a token bucket (golang.org/x/time/rate), so sends leave
+// evenly spaced, at the number's limit less a headroom of about one
+// message. The limit starts at the configured rate (the ceiling, never
+// exceeded). The pacer keeps its own record of the sliding second, in
+// parts, of every send that left; so that:
+//   - a send of k parts leaves only when the second before it holds no
+//     more than the pace rounded up less k, never more than the limit
+//     rounded down (the limit itself below 50/s, where the headroom is
+//     under a message; 2 at 2.5/s): no second by arrival holds more than
+//     the pace allows, whatever the mix of parts. A send of more parts
+//     than that goes alone into an empty second and counts for k ÷ the
+//     limit seconds, as long as the limit takes to pass its parts. A number that
+//     sends SMS of several parts may send a second's worth of parts
+//     together when a hold for room ends, so that the time a hold takes is
+//     made up, not lost;
+//   - on a throttle it knows how many of its sends the API counted in the
 //     second before, and sets the limit there at once (the number allows
 //     less than the ceiling: inbound traffic, a standard tier, a shared
 //     number); or, when that count is already at its pace, widens the
-//     headroom (the path bunches arrivals more than one message);
-//   - after a throttle it rests only until that second has drained;
-//   - a send the API refused (an error) does not count: while answers
-//     show a share r refused, sends are booked at the pace ÷ (1 − 2r) and
-//     the second's room holds them, so that the accepted ones keep the
-//     pace and retries ride in the room the errors left;
+//     headroom (the path bunches arrivals more than one message), for as
+//     long as throttles keep coming: after a quiet spell it narrows again;
+//   - the sends that were in flight when a throttle showed a lower limit
+//     went at the rate before it and are throttled too; they still count,
+//     so the next send waits until the API's second has really drained;
 //   - while no throttle comes it probes the limit back up, never above the
-//     ceiling;
+//     ceiling, by trials: the window may hold a few sends more than the
+//     limit once, and the limit is raised only when the API accepted them.
+//     A trial that fails costs a throttle or two, not a round trip of
+//     sends at a rate too high; after each that fails, the next waits
+//     twice as long (3 s, then 6, then 10 at most);
 //   - it records when each send really left (Left): sends that waited for
 //     a new connection, or that a stalled process let go late, and left
-//     together hold the sends a second later, so
-//     no second of departures holds more than the pace rounded up (the
-//     limit itself below 50/s, where the headroom is under a message),
-//     with sends all but sure to be refused on top;
+//     together hold the sends a second later;
 //   - the first second goes with twice the headroom: its requests wait for
 //     new connections and arrive bunched.
 //
@@ -33,6 +51,7 @@ package pace
 import (
 	"context"
 	"math"
+	"slices"
 	"sync"
 	"time"
 
@@ -40,11 +59,14 @@ import (
 )
 
 const (
-	probeAfter = 3 * time.Second // quiet time after a throttle before probing up
-	probeEvery = time.Second     // between probe steps; each step doubles
-	maxWiden   = 16              // headroom grows at most this many times
-	maxRefusal = 0.25            // sends are booked at most 1/(1-2×this) = twice as fast for refusals
-	warmUp     = time.Second     // the first sends' wider headroom lasts this long
+	probeAfter = 3 * time.Second      // quiet time after a throttle before the first trial
+	probeEvery = time.Second          // between trials that pass; each step doubles
+	maxQuiet   = 10 * time.Second     // the quiet time before a trial doubles after each that fails, up to this
+	maxWiden   = 16                   // headroom grows at most this many times
+	warmUp     = time.Second          // the first sends' wider headroom lasts this long
+	guard      = 5 * time.Millisecond // a send of a number that sends parts, held for room, leaves this long after the room is there
+	narrowLag  = 10 * time.Second     // widened headroom halves after this long without a throttle
+	maxTrial   = 16                   // parts over the limit a trial may add, at most: a trial that fails costs as many throttles
 
 	// A throttle that the number's own pace does not explain rests it:
 	// 500 ms, doubling while they keep coming, at most 30 s; after 10 s
@@ -54,20 +76,22 @@ const (
 	quietReset = 10 * time.Second
 )
 
-// Verdict is what an answer says about a send's place in the number's
-// window at the API.
+// Verdict is what an answer says about a send.
 type Verdict int
 
 const (
 	// Counted: accepted, or no answer (assume it counted).
 	Counted Verdict = iota
-	// NotCounted: refused with an error other than a throttle: the API
-	// did not count it, and the share refused rises (see booked).
+	// NotCounted: refused with an error other than a throttle. The name
+	// is a kinder count's: under the strict count the pacer assumes, the
+	// request took its slot in its second all the same; it says nothing
+	// of the limit.
 	NotCounted
-	// Throttled: refused for the number's throughput (130429).
+	// Throttled: refused for the number's throughput (130429). It took
+	// its slot too.
 	Throttled
 	// Unsent: never reached the API (a stop came first, the network
-	// failed): it did not count, and says nothing of the share refused.
+	// failed): its slot is given back.
 	Unsent
 )
 
@@ -78,7 +102,6 @@ type Send struct {
 	At   time.Time // when the send may leave
 	Cost int
 	seq  uint64
-	step time.Duration // between its tokens (the parts of an SMS)
 }
 
 // Change tells that throttles showed a number accepts less than its
@@ -125,18 +148,28 @@ func headroom(limit, widen float64) float64 {
 
 type state uint8
 
+// Every part that reached the API counts in its second, whatever its
+// answer; what differs is what a part tells of the API's second when a
+// throttle comes (seen).
 const (
-	pending  state = iota // no answer yet: counts
-	accepted              // counts
-	refused               // does not count
-	presumed              // no answer yet, presumed throttled: does not count until accepted
+	pending   state = iota // no answer yet
+	answered               // accepted
+	refused                // refused with an error
+	throttled              // throttled: the second was full when it came
+	presumed               // no answer yet, left with or after a throttled one: presumed throttled
+	unsent                 // never reached the API: does not count
 )
 
+// entry is one part (one token) of a send in the record.
 type entry struct {
 	at    time.Time
-	cost  int
+	hold  time.Duration // how long it counts after at: a second, or longer for a send larger than a second allows (see holdFor)
 	state state
 }
+
+// until is when e leaves the record's window: it counts before leave
+// while until is after leave.
+func (e entry) until() time.Time { return e.at.Add(e.hold) }
 
 type number struct {
 	lim     *rate.Limiter
@@ -145,6 +178,7 @@ type number struct {
 	learned float64 // what throttles showed twice it accepts (limit less any probe since)
 	shown   float64 // what the last throttle episode showed, if less than the ceiling; 0: none since the ceiling
 	widen   float64 // headroom multiplier, raised by bunching
+	parts   bool    // a send of several parts was booked: the bucket holds a second's worth
 	// The first second's sends wait for new connections (a TCP, with
 	// Meta a TLS handshake each) and arrive bunched: until warmUntil the
 	// headroom is doubled. warmed is when that ended.
@@ -152,21 +186,31 @@ type number struct {
 
 	clock time.Time // the latest instant given to lim
 
-	log     []entry // sends of the last two seconds, oldest first
+	log     []entry // parts of the sends of the last two seconds, in booking order
 	head    int     // log[head:] is kept
 	win     int     // log[win:] left within the last second
 	first   uint64  // seq of log[head]
-	next    uint64  // seq of the next send
-	counted int     // cost of the sends within the last second that count
-	waiting int     // of which not answered yet
-	refusal float64 // share of answers that were refused (not counted), a moving average
+	next    uint64  // seq of the next part
+	counted int     // parts within the last second that count
 
 	pausedUntil  time.Time
 	pause        time.Duration // the last rest for a throttle not of its pace
 	adjusted     time.Time     // sends that left before this belong to the last throttle episode
 	lastThrottle time.Time
 	lastRaise    time.Time
+	narrowed     time.Time // when the headroom last narrowed
 	raises       int
+
+	// A trial of the limit (probe): the record may hold more parts than
+	// the limit allows, up to trialTarget, once; the limit is raised to
+	// trialTo once the second reached it and the API accepted them all.
+	trial        bool
+	trialTarget  int           // the parts in a second the trial tests
+	reached      bool          // a trial send took the second to trialTarget
+	trialPending int           // trial sends not answered yet
+	trialSeqs    []uint64      // the trial's sends
+	trialTo      float64       // the limit the trial tests
+	quiet        time.Duration // quiet time after a throttle before a trial
 
 	open       bool      // a throttle episode has no answer yet from a send after it
 	throttles  int       // throttled answers in the episode
@@ -179,8 +223,8 @@ type number struct {
 func (p *Pacer) number(from string) *number {
 	n, ok := p.numbers[from]
 	if !ok {
-		n = &number{ceiling: p.ceiling, limit: p.ceiling, learned: p.ceiling, widen: 1}
-		n.lim = rate.NewLimiter(n.booked(), 1)
+		n = &number{ceiling: p.ceiling, limit: p.ceiling, learned: p.ceiling, widen: 1, quiet: probeAfter}
+		n.lim = rate.NewLimiter(n.pace(), 1)
 		p.numbers[from] = n
 	}
 	return n
@@ -215,42 +259,41 @@ func (n *number) warm(now time.Time) {
 	n.setLimit(now)
 }
 
-// booked is the rate sends are booked at: the pace ÷ (1 − 2r), r the
-// share of sends refused (at most maxRefusal). Refused sends leave room in
-// the second that the accepted ones may take; booking at the pace ÷ (1 − r)
-// would leave none to spare, so the room check (not the booking) holds
-// sends at the pace.
-func (n *number) booked() rate.Limit {
-	p := n.pace()
-	if p == rate.Inf {
-		return p
-	}
-	return p / rate.Limit(1-2*min(n.refusal, maxRefusal))
-}
-
-// rebook sets the token bucket to booked, if it moved.
-func (n *number) rebook(now time.Time) {
-	if b := n.booked(); math.Abs(float64(b-n.lim.Limit())) > 0.001*float64(b) {
-		n.setLimit(now)
-	}
-}
-
-// setLimit sets the token bucket to booked at now, or at the latest
+// setLimit sets the token bucket to the pace at now, or at the latest
 // instant it was given if later: callers take now before the pacer's lock,
 // so instants may come out of order, and the bucket would count the time
-// between them twice.
+// between them twice. A number that sends parts has a burst of what its
+// second allows.
 func (n *number) setLimit(now time.Time) {
 	if now.Before(n.clock) {
 		now = n.clock
 	}
 	n.clock = now
-	n.lim.SetLimitAt(now, n.booked())
+	n.lim.SetLimitAt(now, n.pace())
+	b := 1
+	if n.parts {
+		b = n.allowed(n.limit)
+	}
+	if b != n.lim.Burst() {
+		n.lim.SetBurstAt(now, b)
+	}
 }
 
-// paceCeil is the pace rounded up: evenly spaced sends at a fractional
-// pace put its ceiling in some second.
-func (n *number) paceCeil() float64 {
-	return math.Ceil(float64(n.pace()) - 1e-9)
+// allowed is how many parts the record may hold in a second at limit: the
+// pace rounded up (evenly spaced sends at a fractional pace put its
+// ceiling in some second), but never more than the limit rounded down,
+// what a strict window of that limit holds (2 at 2.5/s; the limit itself
+// below 50/s, where the headroom is less than a message).
+func (n *number) allowed(limit float64) int {
+	if math.IsInf(limit, 1) {
+		return math.MaxInt
+	}
+	w := n.widen
+	if !n.warmUntil.IsZero() {
+		w *= 2
+	}
+	p := max(limit-headroom(limit, w), limit*0.5)
+	return max(1, int(math.Floor(min(math.Ceil(p-1e-9), limit)+1e-9)))
 }
 
 // interval is the time between two sends at the pace.
@@ -262,23 +305,23 @@ func (n *number) interval() time.Duration {
 	return time.Duration(float64(time.Second) / float64(l))
 }
 
-// expire moves the sends that left a second or more before now out of
-// the count, and drops those older than two seconds (a throttle answered
-// late still finds the second before its send). Sends refused are passed
-// over whenever they left: Left can put a late one after sends booked
-// behind it, and once it counts no more it must not keep them counted.
+// expire moves the parts whose hold (a second, for most) ended at or
+// before now out of the count, and drops those older than two seconds (a
+// throttle answered late still finds the second before its send). It
+// stops at the first part still held: Left, and the longer hold of a send
+// larger than a second allows, can keep parts booked after it counted a
+// while longer than they do (room looks at each part's own hold). Unsent
+// ones are passed over whenever they were booked: Left can put a late
+// send after sends booked behind it, and once it counts no more it must
+// not keep them counted.
 func (n *number) expire(now time.Time) {
-	cut := now.Add(-time.Second)
-	for n.win < len(n.log) && (n.log[n.win].state == refused || !n.log[n.win].at.After(cut)) {
-		if e := n.log[n.win]; e.counts() {
-			n.counted -= e.cost
-			if e.state == pending {
-				n.waiting -= e.cost
-			}
+	for n.win < len(n.log) && (n.log[n.win].state == unsent || !n.log[n.win].until().After(now)) {
+		if n.log[n.win].counts() {
+			n.counted--
 		}
 		n.win++
 	}
-	cut = cut.Add(-time.Second)
+	cut := now.Add(-2 * time.Second)
 	for n.head < n.win && !n.log[n.head].at.After(cut) {
 		n.head++
 		n.first++
@@ -298,134 +341,115 @@ func (n *number) index(seq uint64) int {
 	return n.head + int(seq-n.first)
 }
 
-// record books a send of cost tokens leaving at at: one entry per token,
-// the later ones owed an interval apart, as a carrier passes the parts of
-// an SMS on.
+// record books a send of cost parts leaving at at: all of them count at
+// once, as a strict window counts an SMS at its arrival, for as long as
+// holdFor says.
 func (n *number) record(from string, at time.Time, cost int) Send {
-	step := n.interval()
-	s := Send{From: from, At: at, Cost: cost, seq: n.next, step: step}
-	for k := range cost {
-		n.log = append(n.log, entry{at: at.Add(time.Duration(k) * step), cost: 1})
+	s := Send{From: from, At: at, Cost: cost, seq: n.next}
+	hold := n.holdFor(cost)
+	for range cost {
+		n.log = append(n.log, entry{at: at, hold: hold})
 	}
 	n.counted += cost
-	n.waiting += cost
 	n.next += uint64(cost)
 	return s
 }
 
-// room reports whether a send of cost tokens leaving at leave keeps the
-// second before each of its tokens within the number's pace; if not, when
-// to try again. The tokens after the first are owed an interval apart (the
-// parts of an SMS, which the carrier passes on one by one), so each is
-// looked at in its own second. A lone send larger than the pace still
-// goes. This check, not the token bucket, is what holds sends at the pace
-// while some are refused (see booked); it also holds the ones that would
-// follow sends that left late and together (a stalled process) into an
-// over-full second.
-func (n *number) room(leave time.Time, cost int) (bool, time.Time) {
+// holdFor is how long a send of cost parts counts in the record: a
+// second, or cost ÷ the limit when that is longer. A send of more parts
+// than a second allows goes alone into an empty second (room), and a
+// strict window keeps it as long as the limit takes to pass its parts
+// (at 2.5/s, a 3-part SMS counts 1.2 s), or the number would send more
+// than its limit: with a burst of more than one part, the bucket alone
+// would let a second's worth follow a second after it. Rounded up to the
+// nanosecond, so that the record never lets go before the API does.
+func (n *number) holdFor(cost int) time.Duration {
+	if math.IsInf(n.limit, 1) || !(n.limit > 0) {
+		return time.Second
+	}
+	return max(time.Second, time.Duration(math.Ceil(float64(cost)*float64(time.Second)/n.limit)))
+}
+
+// room reports whether a send of cost parts leaving at leave finds room
+// for all of them in the second before it: the parts that count there and
+// its own within what the number allows.
+// If not, it returns when: the instant enough of the oldest parts have
+// left that second; for a number that sends parts, a guard after, so that
+// a request that takes a little less time to reach the API than the one
+// it follows does not arrive while that one is still counted (held sends
+// of one part are rare, and the headroom's spacing covers them). A lone send larger than the
+// second allows goes into an empty one. This check, not the token bucket,
+// is what keeps every second within the pace: the bucket spaces sends,
+// but a k-part send's parts all count at once; it also holds the sends
+// that would follow sends that left late and together (a stalled process)
+// into an over-full second.
+func (n *number) room(leave time.Time, cost int) (fits bool, retry time.Time) {
 	if math.IsInf(n.limit, 1) {
 		return true, time.Time{}
 	}
-	step := n.interval()
-	for k := range cost {
-		at := leave.Add(time.Duration(k) * step)
-		count, waiting, i := n.window(at)
-		// The pace rounded up must pass. Sends not answered yet that will all
-		// but surely be refused leave room too, up to the limit: as many
-		// as the refusal share makes certain, not as many as it makes
-		// likely, or the headroom would be gone whenever fewer were
-		// refused, and bunched arrivals throttled (and the headroom
-		// widened for nothing).
-		allowed := n.paceCeil() + float64(surelyRefused(float64(waiting)*n.refusal))
-		// This send's own tokens in that second: k and those before it
-		// less than a second earlier.
-		own := k + 1
-		if step > 0 {
-			own = min(k, int(math.Ceil(float64(time.Second)/float64(step)))-1) + 1
-		}
-		if count == 0 || float64(count+own) <= min(allowed, n.limit) {
-			continue
-		}
-		for ; i < len(n.log); i++ {
-			if e := n.log[i]; e.counts() {
-				// When the oldest of that second has left it.
-				return false, e.at.Add(time.Second - time.Duration(k)*step)
-			}
+	count, i := n.window(leave)
+	allowed := n.allowed(n.limit)
+	if count == 0 || count+cost <= allowed {
+		return true, time.Time{}
+	}
+	// The parts still held at leave, by when they leave: Left makes the
+	// log's order by departure differ from its order by booking, and a
+	// send larger than a second allows is held longer than the sends
+	// after it.
+	var untils []time.Time
+	for ; i < len(n.log); i++ {
+		if e := n.log[i]; e.counts() && e.until().After(leave) {
+			untils = append(untils, e.until())
 		}
 	}
-	return true, time.Time{}
+	if len(untils) == 0 || len(untils)+cost <= allowed {
+		return true, time.Time{}
+	}
+	slices.SortFunc(untils, time.Time.Compare)
+	drop := min(len(untils)+cost-allowed, len(untils)) // parts that must leave first
+	retry = untils[drop-1]
+	if n.parts {
+		retry = retry.Add(guard)
+	}
+	return false, retry
 }
 
-// surelyRefused is how many of the sends not answered yet are refused
-// with 99% certainty, when mean of them are on average: the 1% quantile
-// of a Poisson distribution of that mean (its normal approximation over
-// 100).
-func surelyRefused(mean float64) int {
-	switch {
-	case !(mean > 0): // NaN too
-		return 0
-	case mean > 100:
-		mean = min(mean, 1e12)
-		return int(mean - 2.33*math.Sqrt(mean))
-	}
-	p := math.Exp(-mean) // of none
-	k, below := 0, p     // below: of k or fewer
-	for below <= 0.01 {
-		k++
-		p *= mean / float64(k)
-		below += p
-	}
-	return k
-}
-
-// window returns the cost of the sends that count in the second before
-// leave, of which not answered yet, and the index of the first after it.
-func (n *number) window(leave time.Time) (count, waiting, i int) {
-	cut := leave.Add(-time.Second)
-	count, waiting, i = n.counted, n.waiting, n.win
-	for ; i < len(n.log) && (n.log[i].state == refused || !n.log[i].at.After(cut)); i++ {
-		if e := n.log[i]; e.counts() {
-			count -= e.cost
-			if e.state == pending {
-				waiting -= e.cost
-			}
+// window returns the parts that count at leave (an upper bound: see
+// expire), and the index of the first after the ones that left.
+func (n *number) window(leave time.Time) (count, i int) {
+	count, i = n.counted, n.win
+	for ; i < len(n.log) && (n.log[i].state == unsent || !n.log[i].until().After(leave)); i++ {
+		if n.log[i].counts() {
+			count--
 		}
 	}
-	return count, waiting, i
+	return count, i
 }
 
-func (e entry) counts() bool { return e.state == pending || e.state == accepted }
+func (e entry) counts() bool { return e.state != unsent }
 
-// set moves log[i] to state to, keeping the counts of the last second.
+// set moves log[i] to state to, keeping the count of the last second.
 func (n *number) set(i int, to state) {
 	e := &n.log[i]
-	if i < n.win {
-		e.state = to
-		return
-	}
-	if e.counts() {
-		n.counted -= e.cost
-	}
-	if e.state == pending {
-		n.waiting -= e.cost
+	if i >= n.win && e.counts() != (to != unsent) {
+		if e.counts() {
+			n.counted--
+		} else {
+			n.counted++
+		}
 	}
 	e.state = to
-	if e.counts() {
-		n.counted += e.cost
-	}
-	if e.state == pending {
-		n.waiting += e.cost
-	}
 }
 
 // ReserveN books the next send slot for from at instant now for a send of
 // cost tokens (an SMS of cost parts; below 1 is 1) and returns how long to
 // wait before using it. The send leaves when its first token is due and
-// the others are owed after it, an interval of the pace apart: with a
-// burst of one, a 3-part SMS at 1 part/s leaves at once and the next one
-// 3 s later (sooner while some sends are refused: see booked). While the number rests
-// (after a throttle, or its last second is full) it books nothing and
-// returns ok false with the rest: call again after waiting.
+// the second before it has room for all its parts (they count at once);
+// the bucket's other tokens are owed after it, an interval of the pace
+// apart: a 3-part SMS at 1 part/s leaves at once and the next one 3 s
+// later. While the number rests (after a throttle, or its last second is
+// full) it books nothing and returns ok false with the rest: call again
+// after waiting.
 func (p *Pacer) ReserveN(from string, now time.Time, cost int) (s Send, wait time.Duration, ok bool) {
 	cost = max(cost, 1)
 	p.mu.Lock()
@@ -436,18 +460,25 @@ func (p *Pacer) ReserveN(from string, now time.Time, cost int) (s Send, wait tim
 	}
 	n.expire(now)
 	n.warm(now)
+	if cost > 1 && !n.parts {
+		n.parts = true
+		n.setLimit(now)
+	}
 	if now.Before(n.pausedUntil) {
 		return Send{}, n.pausedUntil.Sub(now), false
+	}
+	if s, ok := n.tryOver(from, now, cost); ok {
+		return s, 0, true
 	}
 	first := n.lim.ReserveN(now, 1)
 	leave := now.Add(first.DelayFrom(now))
 	if fits, retry := n.room(leave, cost); !fits {
-		// Held less than a slot (sends a second ago left late): it leaves
-		// when the second has room and the next slot keeps its time, so
-		// lateness does not carry over. Held longer (a rest after a
-		// throttle), it books nothing; so does a send of several tokens
-		// (an SMS of several parts), whose later parts the carrier passes
-		// on an interval apart: kept, the next slot would squeeze them.
+		// Held less than a slot (sends a second ago left late): a send of
+		// one part leaves when the second has room and the next slot keeps
+		// its time, so lateness does not carry over. Held longer (a rest
+		// after a throttle), it books nothing; nor does a send of several
+		// parts: its number's bucket holds a second's worth, and the
+		// tokens it would have used wait for it there.
 		if again, _ := n.room(retry, cost); !again || cost > 1 || retry.Sub(leave) >= n.interval() {
 			first.CancelAt(now)
 			return Send{}, max(retry.Sub(now), time.Millisecond), false
@@ -458,6 +489,25 @@ func (p *Pacer) ReserveN(from string, now time.Time, cost int) (s Send, wait tim
 		n.lim.ReserveN(now, 1)
 	}
 	return n.record(from, leave, cost), leave.Sub(now), true
+}
+
+// tryOver books a trial's send (see probe): until a trial's sends have
+// taken the second to what it tests, a send whose parts would take it
+// over what the limit allows, but not over that, leaves at once, outside
+// the token bucket.
+func (n *number) tryOver(from string, now time.Time, cost int) (Send, bool) {
+	if !n.trial || n.reached {
+		return Send{}, false
+	}
+	count, _ := n.window(now)
+	if count+cost <= n.allowed(n.limit) || count+cost > n.trialTarget {
+		return Send{}, false
+	}
+	s := n.record(from, now, cost)
+	n.reached = count+cost == n.trialTarget
+	n.trialPending++
+	n.trialSeqs = append(n.trialSeqs, s.seq)
+	return s, true
 }
 
 // Reserve is ReserveN for a send of one token.
@@ -509,8 +559,8 @@ func (p *Pacer) Left(s Send, at time.Time) {
 		if i < n.win || (n.log[i].state != pending && n.log[i].state != presumed) {
 			continue
 		}
-		if part := at.Add(time.Duration(k) * s.step); part.After(n.log[i].at) {
-			n.log[i].at = part
+		if at.After(n.log[i].at) {
+			n.log[i].at = at
 		}
 	}
 }
@@ -525,19 +575,39 @@ func (p *Pacer) Answered(s Send, v Verdict, now time.Time) (Change, bool) {
 	if n.open && !s.At.Before(n.adjusted) {
 		n.settle(now)
 	}
+	trial := n.trial && slices.Contains(n.trialSeqs, s.seq)
 	switch v {
 	case Counted:
-		n.mark(s, accepted)
-		n.refusal -= n.refusal / 256
-		n.rebook(now)
+		n.mark(s, answered)
+		if trial {
+			n.trialAnswered(now, true)
+		}
+		n.narrow(now)
 		n.probe(now)
 	case Unsent:
-		n.mark(s, refused)
+		n.mark(s, unsent)
+		if trial {
+			n.trialAnswered(now, true) // it told nothing: as if it had not gone over
+		}
 	case NotCounted:
 		n.mark(s, refused)
-		n.refusal += (1 - n.refusal) / 256
-		n.rebook(now)
+		if trial {
+			n.trialAnswered(now, true)
+		}
 	case Throttled:
+		n.mark(s, throttled)
+		if trial {
+			// The trial went over the limit: the limit stays, and the next
+			// trial waits twice as long. The sends that left with or after
+			// this one went into the same full second: throttles of theirs
+			// are the trial's.
+			n.trialAnswered(now, false)
+			if i := n.index(s.seq); i >= 0 {
+				n.presume(n.log[i].at)
+			}
+			n.lastThrottle, n.adjusted = now, now
+			break
+		}
 		n.throttled(s, now)
 	}
 	if n.unreported {
@@ -556,39 +626,60 @@ func (n *number) mark(s Send, to state) {
 	}
 }
 
-// seen is what the API took from this number in the second before s left,
-// as far as the answers tell: sends accepted, or not answered yet.
-func (n *number) seen(s Send) int {
+// seen is what the API counted of this number in the second before s
+// left, as far as the record tells: every part that left there, whatever
+// its answer, but s's own. took is the part of it that was accepted or
+// not answered yet; kept is took and the parts refused with an error, not
+// those throttled or presumed throttled. Those took their slots too, but
+// show the second was full, not what the number accepts: with another
+// sender's traffic on the number, counting them would show the number's
+// own pace as its limit while nothing of it is accepted (see throttled).
+// Sends that left at the same instant count if they were booked before s.
+func (n *number) seen(s Send) (seen, kept, took int) {
 	i := n.index(s.seq)
 	if i < 0 {
-		return n.counted
+		return n.counted, n.counted, n.counted
 	}
 	left := n.log[i].at
 	cut := left.Add(-time.Second)
-	count := 0
+	own := i + max(s.Cost, 1)
 	// Left makes the log's order by departure differ from its order by
 	// booking (a late send before sends that left earlier): all of it is
 	// looked at.
 	for j := n.head; j < len(n.log); j++ {
-		if e := n.log[j]; j != i && e.counts() && e.at.After(cut) && e.at.Before(left) {
-			count += e.cost
+		if j >= i && j < own {
+			continue
+		}
+		e := n.log[j]
+		if !e.at.After(cut) || !(e.at.Before(left) || e.at.Equal(left) && j < i) {
+			continue
+		}
+		if !e.counts() {
+			continue
+		}
+		seen++
+		switch e.state {
+		case pending, answered:
+			took++
+			kept++
+		case refused:
+			kept++
 		}
 	}
-	return count
+	return seen, kept, took
 }
 
 // throttled starts a throttle episode, or counts one more throttle of the
 // current one (a send that left before the last adjustment).
 func (n *number) throttled(s Send, now time.Time) {
-	n.mark(s, refused)
 	prev := n.lastThrottle
 	n.lastThrottle = now
 	if s.At.Before(n.adjusted) {
 		n.throttles++
 		return
 	}
-	seen := n.seen(s)
-	if seen == 0 {
+	seen, kept, took := n.seen(s)
+	if took == 0 {
 		// Throttled with nothing of this number's taken in the second
 		// before: not its pace (another sender's traffic, an account's
 		// limit). Rest, longer while it lasts; the limit stays. Answers
@@ -604,6 +695,17 @@ func (n *number) throttled(s Send, now time.Time) {
 		n.pausedUntil, n.adjusted = now.Add(n.pause), now
 		return
 	}
+	// What the API's second held with s, had it counted as the record
+	// does: its window had no room for s's parts, so the number accepts
+	// at most one part less. A throttle that comes within two seconds of
+	// one that lowered the limit, the number's sends within it, shows
+	// another sender's traffic in the second (or a limit still falling):
+	// then what the API kept of this number's is the measure, not what it
+	// was sent.
+	full := seen + max(s.Cost, 1)
+	if now.Sub(n.lowered) < 2*time.Second && n.limit < n.ceiling && full <= n.allowed(n.limit)+1 {
+		full = kept + max(s.Cost, 1)
+	}
 	// The pace the second before s was sent at: a second after the warm
 	// up it still holds sends of its wider headroom.
 	paced, left := float64(n.pace()), s.At
@@ -613,23 +715,20 @@ func (n *number) throttled(s Send, now time.Time) {
 	if !n.warmUntil.IsZero() || left.Sub(n.warmed) < time.Second {
 		paced = n.paced(2 * n.widen)
 	}
-	if n.limit >= n.ceiling && float64(seen) > n.paceCeil() {
-		// The second held more than the pace by this number's own
-		// departures: a send that left late, recorded (Left) after later
-		// ones were booked, or sends the room check counted as all but
-		// sure to be refused that were not. That shows nothing of the
-		// limit or of the path: no episode, no wider headroom. A
-		// 100,000-row run at 500/s had about one such throttle, and
-		// doubling the headroom for it cost the rest of the run 0.5%.
-		// Below the ceiling (a limit learned, probes above it) the count
-		// of the second may hold sends not answered yet that the API
-		// throttled too: those throttles still teach the limit.
+	if n.limit >= n.ceiling && full > n.allowed(n.limit) {
+		// The second held more than the room check lets in by this
+		// number's own departures: a send that left late, recorded (Left)
+		// after later ones were booked. That shows nothing of the limit
+		// or of the path: no episode, no wider headroom. A 100,000-row run
+		// at 500/s had about one such throttle, and doubling the headroom
+		// for it cost the rest of the run 0.5%. Below the ceiling (a
+		// limit learned) the throttles still teach the limit.
 		n.presume(left)
 		n.adjusted = now
 		return
 	}
 	n.open, n.throttles, n.bunched = true, 1, false
-	if n.raises == 0 && now.Sub(n.lowered) > 2*time.Second && float64(seen) >= paced-1 {
+	if n.raises == 0 && now.Sub(n.lowered) > 2*time.Second && float64(full-1) >= paced-1 {
 		// This number sent no more than its pace at a limit that neither a
 		// probe raised nor a throttle just lowered, yet the API had its
 		// fill: either arrivals bunch more than the headroom absorbs, or
@@ -637,24 +736,26 @@ func (n *number) throttled(s Send, now time.Time) {
 		// tells which (settle).
 		n.bunched, n.before = true, n.limit
 	}
-	if l := max(1, float64(seen)); l < n.limit {
+	if l := max(1, float64(full-1)); l < n.limit {
 		n.limit, n.lowered = l, now
 		if !n.bunched {
 			n.showed(n.limit)
 		}
 	}
 	n.presume(left)
+	n.endTrial()
 	n.adjusted, n.lastRaise, n.raises = now, now, 0
 	n.setLimit(now)
 }
 
 // presume marks the sends not answered yet that left at or after left, a
-// throttled send's departure: they went into the same full second, and
-// count again only if they are accepted.
+// throttled send's departure: they went into the same full second. They
+// still count in the record's second (the API counted them), but tell
+// nothing of what it accepts until they are answered.
 func (n *number) presume(left time.Time) {
 	for i := n.win; i < len(n.log); i++ {
 		if x := n.log[i]; x.state == pending && !x.at.Before(left) {
-			n.set(i, presumed)
+			n.log[i].state = presumed
 		}
 	}
 }
@@ -662,18 +763,32 @@ func (n *number) presume(left time.Time) {
 // settle ends a throttle episode at the first answer to a send that left
 // after it began. An episode at the number's pace with no more throttles
 // than a bunch explains was bunching: the limit is restored and the
-// headroom doubled, for the rest of the run.
+// headroom doubled, until a quiet spell narrows it again (narrow).
 func (n *number) settle(now time.Time) {
 	n.open = false
 	if !n.bunched {
 		return
 	}
-	if float64(n.throttles) > max(3, 0.01*n.before) {
+	if float64(n.throttles) > max(3, 0.02*n.before) {
 		n.showed(n.limit) // the limit fell
 		return
 	}
 	n.widen = min(n.widen*2, maxWiden)
+	n.narrowed = now
 	n.limit, n.lowered = n.before, time.Time{}
+	n.setLimit(now)
+}
+
+// narrow halves a widened headroom after narrowLag without a throttle (and
+// as long again after each step): a throttle or two of a bunch, a stall,
+// must not slow a number for the rest of its run. Bunching that lasts
+// widens it again.
+func (n *number) narrow(now time.Time) {
+	if n.widen <= 1 || n.open || now.Sub(n.lastThrottle) < narrowLag || now.Sub(n.narrowed) < narrowLag {
+		return
+	}
+	n.widen = max(1, n.widen/2)
+	n.narrowed = now
 	n.setLimit(now)
 }
 
@@ -683,8 +798,8 @@ func (n *number) settle(now time.Time) {
 // real limit shows again as soon as probing passes it, and a limit falling
 // (other traffic starting) shows ever less until it settles. Of the two
 // that agree, the lower is learned: a show counts the sends of its second
-// not answered yet as accepted, and the last few before a throttle are
-// often throttled too, so a show errs high (307 for 300 in a benchmark).
+// not answered yet, and the last few before a throttle are often
+// throttled too, so a show errs high (307 for 300 in a benchmark).
 func (n *number) showed(l float64) {
 	if l >= n.ceiling {
 		n.shown = 0
@@ -696,20 +811,70 @@ func (n *number) showed(l float64) {
 	n.shown = l
 }
 
-// probe raises a lowered limit after a quiet spell, in doubling steps,
-// never above the ceiling.
+// probe starts a trial of a lowered limit after a quiet spell (n.quiet
+// since the last throttle): the next sends that find the second full go
+// at once, outside the bucket, until the second holds what the limit a
+// step higher allows (tryOver). When the API accepts them all, the limit
+// is raised by the step (trialAnswered), and the next step, a second
+// later, is twice as large, never above the ceiling. When it throttles
+// one, the limit stays, that counts as a show of it, and the next trial
+// waits twice as long (up to maxQuiet). Raising the pace itself, as a
+// kinder count allows, would send at a rate the number may not accept for
+// the round trip until the first throttle's answer: under a strict count
+// every send of that round trip is throttled (the throttled ones keep the
+// second full), tens of them where a trial costs one or two.
 func (n *number) probe(now time.Time) {
-	if n.limit >= n.ceiling || n.open || now.Sub(n.lastThrottle) < probeAfter || now.Sub(n.lastRaise) < probeEvery {
+	if n.trial || n.limit >= n.ceiling || n.open || now.Sub(n.lastThrottle) < n.quiet || now.Sub(n.lastRaise) < probeEvery {
 		return
 	}
 	step := max(0.5, 0.01*n.limit) * math.Pow(2, float64(n.raises))
-	n.limit = min(n.ceiling, n.limit+step)
+	to := min(n.ceiling, n.limit+step)
+	// The trial tests one part more than pacing at the higher limit puts
+	// in a second, so that it keeps a part of headroom once raised.
+	extra := n.allowed(to) - n.allowed(n.limit) + 1
+	if extra < 2 {
+		// Within the same sends a second: nothing to try.
+		n.limit = to
+		n.raised(now)
+		return
+	}
+	n.trial, n.trialTo = true, to
+	n.trialTarget, n.reached = n.allowed(n.limit)+min(extra, maxTrial), false
+	n.trialPending, n.trialSeqs = 0, n.trialSeqs[:0]
+}
+
+// trialAnswered counts a trial send's answer: passed, or throttled.
+func (n *number) trialAnswered(now time.Time, passed bool) {
+	if !passed {
+		// The API took no more than the limit again: a show that agrees.
+		n.showed(n.limit)
+		n.quiet = min(2*n.quiet, maxQuiet)
+		n.raises = 0
+		n.lastRaise = now
+		n.endTrial()
+		return
+	}
+	if n.trialPending--; n.trialPending > 0 || !n.reached {
+		return
+	}
+	n.endTrial()
+	n.limit = n.trialTo
+	n.raised(now)
+}
+
+// raised records a step of probing that passed.
+func (n *number) raised(now time.Time) {
 	if n.limit >= n.ceiling {
-		n.learned, n.shown = n.ceiling, 0 // it takes the ceiling again
+		n.learned, n.shown, n.quiet = n.ceiling, 0, probeAfter // it takes the ceiling again
 	}
 	n.raises++
 	n.lastRaise = now
 	n.setLimit(now)
+}
+
+// endTrial forgets a trial: its sends answered later are ordinary ones.
+func (n *number) endTrial() {
+	n.trial, n.trialTarget, n.reached, n.trialPending, n.trialSeqs = false, 0, false, 0, n.trialSeqs[:0]
 }
 
 // Seed starts from at a limit learned before (an earlier run of the
@@ -759,7 +924,7 @@ func (p *Pacer) Learned(from string) float64 {
 }
 
 // Headroom returns how many times the initial headroom from now keeps,
-// after throttles showed bunching (1: never widened).
+// after throttles showed bunching (1: never widened, or narrowed back).
 func (p *Pacer) Headroom(from string) float64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -3,6 +3,7 @@ package smssandbox
 import (
 	"fmt"
 	"math"
+	"slices"
 	"testing"
 	"time"
 
@@ -165,33 +166,51 @@ func TestBudgetAgreesWithClient(t *testing.T) {
 	}
 }
 
-// TestBudgetAgreesWithPacer drives the sandbox with the engine's own pacer
-// (internal/pace, 98% of MPS, parts as cost): no throttle, ever.
-func TestBudgetAgreesWithPacer(t *testing.T) {
+// TestStrictWindowAgreesWithPacer drives the sandbox's strict window with
+// the engine's own pacer (internal/pace, 98% of MPS, parts as cost): no
+// throttle, ever. The pacer keeps to the strict count (a message's parts
+// all at once, in a sliding second); the default budget, which charges a
+// message's parts 1/MPS apart, may throttle the second's worth of parts
+// it lets go together after waiting for room.
+func TestStrictWindowAgreesWithPacer(t *testing.T) {
 	for _, mps := range []float64{1, 3, 10, 2.5, 0.5} {
 		t.Run(fmt.Sprint(mps, " MPS"), func(t *testing.T) {
 			c := newClock()
-			s := New(Config{MPS: mps, Now: c.Now})
+			s := New(Config{MPS: mps, Now: c.Now, StrictWindow: true})
 			defer s.Close()
 			p := pace.New(mps)
 			now := t0
 			pattern := patterns["mixed"]
 			for i := range 200 {
 				k := pattern[i%len(pattern)]
+				var slot pace.Send
 				for {
-					_, wait, ok := p.ReserveN(from, now, k)
+					var wait time.Duration
+					var ok bool
+					slot, wait, ok = p.ReserveN(from, now, k)
 					now = now.Add(wait)
 					if ok {
 						break
 					}
 				}
-				if a := sendAt(s, c, from, now.Sub(t0), k, i); a.status != 200 {
+				// As the engine does: the send left at its slot, and its
+				// answer came.
+				p.Left(slot, now)
+				a := sendAt(s, c, from, now.Sub(t0), k, i)
+				if a.status != 200 {
 					t.Fatalf("message %d (%d parts at %v): %v", i, k, now.Sub(t0), a)
 				}
+				p.Answered(slot, pace.Counted, now)
 			}
+			// A message of more than L parts is held alone in the window
+			// for k/MPS seconds: what strict mode promises is no more than
+			// max(L, the largest message) at once, and no throttle.
 			is := s.Stats().Identities[from]
-			if is.AcceptedParts == 0 || is.MaxWindowParts > max(1, int(mps)) {
-				t.Errorf("AcceptedParts %d, MaxWindowParts %d", is.AcceptedParts, is.MaxWindowParts)
+			if is.Accepted != 200 || is.BudgetThrottles != 0 || is.Throttled != 0 {
+				t.Errorf("Accepted %d, BudgetThrottles %d, Throttled %d, want 200, 0, 0", is.Accepted, is.BudgetThrottles, is.Throttled)
+			}
+			if most := max(1, int(math.Floor(mps)), slices.Max(pattern)); is.MaxArrivalParts > most || is.MaxWindowParts > most {
+				t.Errorf("MaxArrivalParts %d, MaxWindowParts %d, want ≤ %d", is.MaxArrivalParts, is.MaxWindowParts, most)
 			}
 		})
 	}
