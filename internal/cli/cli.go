@@ -269,7 +269,7 @@ crash, a Ctrl-C or an API outage never sends a message twice or skips one.
 	root.PersistentFlags().StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	root.PersistentFlags().StringVar(&logFormat, "log-format", "text", "log format: text or json")
 	logger := func() (*slog.Logger, error) { return newLogger(ios.Err, logLevel, logFormat) }
-	root.AddCommand(newRunCmd(ios, logger), newStatusCmd(ios), newExportCmd(ios), newReconcileCmd(ios, logger), newSandboxCmd(ios, logger), newReportCmd(ios), newOptoutsCmd(ios), newVersionCmd(ios))
+	root.AddCommand(newRunCmd(ios, logger), newStatusCmd(ios), newExportCmd(ios), newReconcileCmd(ios, logger), newSandboxCmd(ios, logger), newReportCmd(ios), newReceiveCmd(ios, logger), newOptoutsCmd(ios), newVersionCmd(ios))
 	// --version prints what 'bulksend version' prints, on stdout (cobra's
 	// own --version would print on root's output: stderr, with the help).
 	var showVersion bool
@@ -318,6 +318,7 @@ var (
 		"aborted: what was applied stays; run the same command again to finish",
 	}
 	sandboxInterrupt = interruptWords{"stopping the sandbox (interrupt again to abort)", "aborted"}
+	receiveInterrupt = interruptWords{"stopping: no new webhooks; the kept ones are synced (interrupt again to abort)", "aborted: what was answered 200 is on disk"}
 	watchInterrupt   = interruptWords{"stopped watching", "aborted"}
 )
 

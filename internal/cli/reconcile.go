@@ -18,6 +18,7 @@ import (
 	smschannel "github.com/bulksend/bulksend/internal/sms/channel"
 	"github.com/bulksend/bulksend/internal/store"
 	wachannel "github.com/bulksend/bulksend/internal/whatsapp/channel"
+	"github.com/bulksend/bulksend/internal/whatsapp/receive"
 	"github.com/bulksend/bulksend/internal/whatsapp/webhook"
 )
 
@@ -131,7 +132,11 @@ func runReconcile(ctx context.Context, ios *IO, o *reconcileOptions, log *slog.L
 	if err != nil {
 		return err
 	}
-	for _, path := range o.logs {
+	logs, err := expandLogs(o.logs)
+	if err != nil {
+		return err
+	}
+	for _, path := range logs {
 		if err := ch.reconcile(ctx, rc, path, ios.In, log); err != nil {
 			return err
 		}
@@ -251,4 +256,26 @@ func printReconcile(ios *IO, s reconcile.Summary, c campaign.Counts) {
 		fmt.Fprintf(w, "bulksend: reconcile: nothing changed: no status of this campaign in these logs\n")
 	}
 	fmt.Fprintf(w, "bulksend: campaign: %s\n", countsLine(c))
+}
+
+// expandLogs replaces a folder among the logs by the files of the webhook
+// log bulksend receive keeps there, in the order they were written.
+func expandLogs(paths []string) ([]string, error) {
+	var out []string
+	for _, p := range paths {
+		fi, err := os.Stat(p)
+		if err != nil || !fi.IsDir() {
+			out = append(out, p) // the reader names what is wrong with it
+			continue
+		}
+		files, err := receive.Files(p)
+		if err != nil {
+			return nil, usagef("", "%w", err)
+		}
+		if len(files) == 0 {
+			return nil, usagef("name a folder bulksend receive keeps its log in, or the log files", "%s holds no webhook log of bulksend receive", p)
+		}
+		out = append(out, files...)
+	}
+	return out, nil
 }

@@ -114,6 +114,8 @@ func TestScripts(t *testing.T) {
 			"utf16":      cmdUTF16,
 			"csvcut":     cmdCSVCut,
 			"listen":     cmdListen,
+			"freeport":   cmdFreePort,
+			"waitport":   cmdWaitPort,
 			"sqlite":     cmdSQLite,
 			"private":    cmdPrivate,
 			"romount":    cmdROMount,
@@ -259,6 +261,10 @@ func cmdSandbox(ts *testscript.TestScript, neg bool, args []string) {
 			m, err := strconv.Atoi(mins)
 			ts.Check(err)
 			cfg.UsageAfter, cfg.RegainAccessMinutes = n, m
+		case "webhookurl":
+			cfg.WebhookURL = v // each webhook is also POSTed there, signed with appsecret
+		case "appsecret":
+			cfg.AppSecret = v
 		case "status":
 			// status=NAME:STATUS changes a definition's status, e.g. paused.
 			name, status, _ := strings.Cut(v, ":")
@@ -482,6 +488,35 @@ func cmdListen(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Check(err)
 	ts.Defer(func() { l.Close() })
 	ts.Setenv(args[0], l.Addr().String())
+}
+
+// freeport VAR sets $VAR to an address of 127.0.0.1 with a port free a
+// moment ago, for a server the script starts.
+func cmdFreePort(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 1 || neg {
+		ts.Fatalf("usage: freeport VAR")
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	ts.Check(err)
+	ts.Setenv(args[0], l.Addr().String())
+	ts.Check(l.Close())
+}
+
+// waitport ADDR waits until something listens at ADDR (at most 30 s).
+func cmdWaitPort(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 1 || neg {
+		ts.Fatalf("usage: waitport ADDR")
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		c, err := net.Dial("tcp", args[0])
+		if err == nil {
+			c.Close()
+			return
+		}
+		if time.Now().After(deadline) {
+			ts.Fatalf("nothing listens at %s: %v", args[0], err)
+		}
+	}
 }
 
 // csvcut IN OUT N writes the first N columns of CSV file IN to OUT, so a

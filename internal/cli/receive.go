@@ -1,0 +1,152 @@
+package cli
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/bulksend/bulksend/internal/listen"
+	"github.com/bulksend/bulksend/internal/whatsapp/receive"
+)
+
+// secretFileMax bounds a secret file: a verify token or an app secret is
+// a line, not a file.
+const secretFileMax = 4 << 10
+
+type receiveOptions struct {
+	listen          string
+	verifyTokenFile string
+	appSecretFile   string
+	dir             string
+	rotateSize      int64
+	tlsCert, tlsKey string
+}
+
+func newReceiveCmd(ios *IO, logger func() (*slog.Logger, error)) *cobra.Command {
+	o := &receiveOptions{}
+	cmd := &cobra.Command{
+		Use:   "receive --listen ADDR --verify-token-file F --app-secret-file F --log DIR",
+		Short: "Receive Meta's webhooks: verify each signature and keep every body durably for reconcile",
+		Long: `Receive answers Meta's webhook handshake (GET hub.mode=subscribe with your
+verify token) and takes its POSTs: each body's X-Hub-Signature-256 is
+checked in constant time over the raw bytes with the app secret (missing:
+401, wrong: 403, counted, not kept); a verified body is appended to the
+log in DIR and synced to disk before the 200 (concurrent POSTs share one
+sync); a body that could not be kept gets a 503, so Meta sends it again.
+The log rotates daily (and with --rotate-size by size), the closed files
+gzipped; reconcile reads the folder as it is:
+
+  bulksend reconcile CAMPAIGN.csv DIR
+
+Secrets are read from files, never flags. It listens on --listen until
+interrupted (it prints its counts as JSON on stdout then); put it behind
+a TLS proxy (Caddy) or a tunnel, or give --tls-cert and --tls-key.`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			log, err := logger()
+			if err != nil {
+				return err
+			}
+			return runReceive(cmd.Context(), ios, o, log)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.listen, "listen", "127.0.0.1:8443", "address to listen on (port 0: any free port)")
+	f.StringVar(&o.verifyTokenFile, "verify-token-file", "", "file holding the verify token you gave Meta for the webhook (required)")
+	f.StringVar(&o.appSecretFile, "app-secret-file", "", "file holding the Meta app's secret, which signs every POST (required)")
+	f.StringVar(&o.dir, "log", "", "folder of the webhook log (required; made 0700)")
+	f.Int64Var(&o.rotateSize, "rotate-size", 0, "also start a new log file past this many bytes (default: daily only)")
+	f.StringVar(&o.tlsCert, "tls-cert", "", "serve HTTPS with this certificate (PEM), with --tls-key")
+	f.StringVar(&o.tlsKey, "tls-key", "", "the certificate's private key (PEM)")
+	return cmd
+}
+
+// readSecretFile reads a one-line secret from path, for flag.
+func readSecretFile(flag, path string) (string, error) {
+	if path == "" {
+		return "", usagef("", "--%s is required", flag)
+	}
+	fh, err := os.Open(path)
+	if err != nil {
+		return "", usagef("", "read --%s: %w", flag, err)
+	}
+	defer fh.Close()
+	b, err := io.ReadAll(io.LimitReader(fh, secretFileMax+1))
+	if err != nil {
+		return "", usagef("", "read --%s: %w", flag, err)
+	}
+	if len(b) > secretFileMax {
+		return "", usagef("the file holds the secret alone, on one line", "--%s %s is over %d KB: it is not a secret", flag, path, secretFileMax>>10)
+	}
+	s := strings.TrimSpace(string(b))
+	if s == "" || strings.ContainsAny(s, "\r\n") {
+		return "", usagef("the file holds the secret alone, on one line", "--%s %s is empty or holds more than one line", flag, path)
+	}
+	return s, nil
+}
+
+func runReceive(ctx context.Context, ios *IO, o *receiveOptions, log *slog.Logger) error {
+	token, err := readSecretFile("verify-token-file", o.verifyTokenFile)
+	if err != nil {
+		return err
+	}
+	secret, err := readSecretFile("app-secret-file", o.appSecretFile)
+	if err != nil {
+		return err
+	}
+	if o.dir == "" {
+		return usagef("", "--log DIR is required: the folder the webhook bodies are kept in")
+	}
+	if (o.tlsCert == "") != (o.tlsKey == "") {
+		return usagef("", "--tls-cert and --tls-key go together")
+	}
+	r, err := receive.New(receive.Config{VerifyToken: token, AppSecret: []byte(secret), Dir: o.dir,
+		Rotate: receive.RotatePolicy{Size: o.rotateSize}, Log: log})
+	if err != nil {
+		return usagef("", "receive: %w", err)
+	}
+	l, err := net.Listen("tcp", o.listen)
+	if err != nil {
+		r.Close()
+		return usagef("", "--listen %s: %w", o.listen, err)
+	}
+	scheme := "http"
+	if o.tlsCert != "" {
+		cert, err := tls.LoadX509KeyPair(o.tlsCert, o.tlsKey)
+		if err != nil {
+			l.Close()
+			r.Close()
+			return usagef("", "--tls-cert/--tls-key: %w", err)
+		}
+		l, scheme = tls.NewListener(l, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}), "https"
+	}
+	hs := listen.New(l, r, receive.Limits, log.With("listener", "receive"))
+	fmt.Fprintf(ios.Err, "bulksend: receiving webhooks at %s://%s/ ; keeping them in %s\n", scheme, l.Addr(), esc(o.dir))
+	ctx, stop := signalContext(ctx, ios, log, receiveInterrupt)
+	defer stop()
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve() }()
+	var serveErr error
+	select {
+	case <-ctx.Done():
+	case serveErr = <-served:
+	}
+	hs.Close()
+	if err := r.Close(); err != nil {
+		return fmt.Errorf("receive: %w", err)
+	}
+	if serveErr != nil {
+		return fmt.Errorf("receive: %w", serveErr)
+	}
+	enc := json.NewEncoder(ios.Out)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r.Stats())
+}
