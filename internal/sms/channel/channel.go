@@ -308,10 +308,12 @@ func (ch *Channel) SyncOptOuts(ctx context.Context, c *run.Campaign) error {
 }
 
 // DemoSandbox is the SMS sandbox of run --sandbox: every identity allows
-// the campaign's rate, and a little of every kind of trouble.
+// the campaign's rate, counted the strictest way (every part of a message
+// at its arrival, as the pacer keeps to: issue 28), and a little of every
+// kind of trouble.
 func DemoSandbox(rate float64) smssandbox.Config {
 	return smssandbox.Config{
-		Seed: 1, MPS: rate,
+		Seed: 1, MPS: rate, StrictWindow: true,
 		Latency: 80 * time.Millisecond, Jitter: 40 * time.Millisecond,
 		ThrottleRate: 0.005, InternalRate: 0.002, LateRate: 0.002, LateDelay: 2 * SandboxRequestTimeout,
 		FailRate: 0.03, EventDelay: time.Second,
