@@ -166,17 +166,22 @@ func runReconcile(ctx context.Context, ios *IO, o *reconcileOptions, log *slog.L
 }
 
 // readWebhookLog applies the webhook log at path ("-": stdin, gzip
-// detected). A log with bytes and no status is not the log meant: saying
-// "nothing changed" with exit 0 would tell cron all is well.
+// detected). A log with bytes and no webhook body at all is not the log
+// meant: saying "nothing changed" with exit 0 would tell cron all is well.
+// One of webhook bodies without statuses (messages, template or account
+// updates: a quiet hour of a receiver's log) is counted, and is no error.
 func readWebhookLog(ctx context.Context, rc *reconcile.Reconciler, path string, stdin io.Reader, log *slog.Logger) error {
 	log.Debug("reading webhook log", "path", path)
 	c, err := wachannel.ReadLog(ctx, rc, path, stdin)
 	if err != nil {
 		return err
 	}
-	if c.Bytes > 0 && c.Statuses == 0 {
-		return usagef("reconcile reads the status webhooks your receiver logged (a JSON body per line, pretty-printed, or an array of them)",
-			"webhook log %s: no status webhook in it: %s", path, describeLog(c))
+	switch {
+	case c.Bytes > 0 && c.Statuses == 0 && c.NotStatus == 0:
+		return usagef("reconcile reads the webhooks your receiver logged (a JSON body per line, pretty-printed, or an array of them)",
+			"webhook log %s: no webhook body in it: %s", path, describeLog(c))
+	case c.Statuses == 0 && c.NotStatus > 0:
+		log.Info(fmt.Sprintf("webhook log %s: %s: nothing to apply", path, describeLog(c)))
 	}
 	return nil
 }
