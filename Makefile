@@ -104,7 +104,8 @@ report-screenshot: build
 # BenchmarkSMSPacing sends in real time for about 80 s.
 # The figures the issues ask for, each printed beside its target and its
 # reference measured in the same run (internal/bench: pacing, learning a
-# number's limit, retry tail, 10 numbers × 1,000/s, import, overhead, SMS);
+# number's limit, retry tail, 10 numbers × 1,000/s, import, overhead, SMS;
+# bulksend receive's signed POSTs/s and p99);
 # several minutes (the retry-tail campaign alone is 200 s). BULKSEND_BENCH_ROWS=N shrinks the import, retry-tail and
 # scale campaigns for a quick look.
 bench:
@@ -112,6 +113,7 @@ bench:
 	$(GO) test -run '^$$' -bench 'Sandbox$$' -benchtime 3s ./internal/whatsapp/sandbox
 	$(GO) test -run '^$$' -bench 'Reconcile$$' -benchtime 20x ./internal/reconcile
 	$(GO) test -run '^$$' -bench 'Report$$' -benchtime 1x ./internal/report
+	$(GO) test -run '^$$' -bench 'Receive$$' -benchtime 1x ./internal/whatsapp/receive
 
 # Every parser of outside input has a fuzz target; FUZZTIME each.
 FUZZTIME ?= 30s
@@ -145,6 +147,11 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzCheckSender$$' -fuzztime $(FUZZTIME) ./internal/whatsapp
 	$(GO) test -run '^$$' -fuzz '^FuzzEscape$$' -fuzztime $(FUZZTIME) ./internal/termtext
 	$(GO) test -run '^$$' -fuzz '^FuzzNeutralize$$' -fuzztime $(FUZZTIME) ./internal/csvout
+	$(GO) test -run '^$$' -fuzz '^FuzzParseWindow$$' -fuzztime $(FUZZTIME) ./internal/schedule
+	$(GO) test -run '^$$' -fuzz '^FuzzParseSendAt$$' -fuzztime $(FUZZTIME) ./internal/schedule
+	$(GO) test -run '^$$' -fuzz '^FuzzZonesOf$$' -fuzztime $(FUZZTIME) ./internal/schedule
+	$(GO) test -run '^$$' -fuzz '^FuzzParseSignature$$' -fuzztime $(FUZZTIME) ./internal/whatsapp/receive
+	$(GO) test -run '^$$' -fuzz '^FuzzParseName$$' -fuzztime $(FUZZTIME) ./internal/whatsapp/receive
 
 vet:
 	$(GO) vet ./...
