@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -183,20 +184,13 @@ func (o *optoutsOptions) list(ctx context.Context, ios *IO, l *ledger.Ledger) er
 				At      time.Time `json:"at"`
 			}{oo.Phone, oo.Channel, oo.Source, oo.At.UTC()})
 		}
-		_, err := fmt.Fprintf(w, "%-16s %-8s %s  %s\n", esc(oo.Phone), esc(or(oo.Channel, "any")), oo.At.UTC().Format(time.RFC3339), esc(oo.Source))
+		_, err := fmt.Fprintf(w, "%-16s %-8s %s  %s\n", esc(oo.Phone), esc(cmp.Or(oo.Channel, "any")), oo.At.UTC().Format(time.RFC3339), esc(oo.Source))
 		return err
 	})
 	if err != nil {
 		return err
 	}
 	return w.Flush()
-}
-
-func or(s, dflt string) string {
-	if s == "" {
-		return dflt
-	}
-	return s
 }
 
 func (o *optoutsOptions) export(ctx context.Context, ios *IO, l *ledger.Ledger) error {

@@ -5,10 +5,8 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -69,28 +67,13 @@ a TLS proxy (Caddy) or a tunnel, or give --tls-cert and --tls-key.`,
 	return cmd
 }
 
-// readSecretFile reads a one-line secret from path, for flag.
+// readSecretFile reads a one-line secret from the file that --flag names.
 func readSecretFile(flag, path string) (string, error) {
-	if path == "" {
-		return "", usagef("", "--%s is required", flag)
+	s, err := readLineFile(flag, path, secretFileMax, "a secret")
+	if err == nil && strings.ContainsAny(s, "\r\n") {
+		return "", usagef("the file holds the secret alone, on one line", "--%s %s holds more than one line", flag, path)
 	}
-	fh, err := os.Open(path)
-	if err != nil {
-		return "", usagef("", "read --%s: %w", flag, err)
-	}
-	defer fh.Close()
-	b, err := io.ReadAll(io.LimitReader(fh, secretFileMax+1))
-	if err != nil {
-		return "", usagef("", "read --%s: %w", flag, err)
-	}
-	if len(b) > secretFileMax {
-		return "", usagef("the file holds the secret alone, on one line", "--%s %s is over %d KB: it is not a secret", flag, path, secretFileMax>>10)
-	}
-	s := strings.TrimSpace(string(b))
-	if s == "" || strings.ContainsAny(s, "\r\n") {
-		return "", usagef("the file holds the secret alone, on one line", "--%s %s is empty or holds more than one line", flag, path)
-	}
-	return s, nil
+	return s, err
 }
 
 func runReceive(ctx context.Context, ios *IO, o *receiveOptions, log *slog.Logger) error {

@@ -466,16 +466,12 @@ func unfinished(out *run.Outcome, csvPath string) error {
 	}
 	if c.Pending > 0 {
 		p := fmt.Sprintf("%d rows pending", c.Pending)
-		waiting := waitingWords(out)
 		switch {
 		case out.Ended:
-			p += " after the campaign's end (" + out.Waiting.Next.Format(time.RFC3339) + ")"
+			p = fmt.Sprintf("%d rows pending at the campaign's end, %s", c.Pending, out.EndAt.Format(time.RFC3339))
 			hint = "move --end-at later to send them, or give --expire to end them skipped"
-			if end := out.EndAt; !end.IsZero() {
-				p = fmt.Sprintf("%d rows pending at the campaign's end, %s", c.Pending, end.Format(time.RFC3339))
-			}
 		case !out.NextDue.IsZero() && out.Waiting.Total() > out.Waiting.Retry:
-			p += " (waiting: " + waiting + "); next send at " + out.NextDue.Format(time.RFC3339)
+			p += " (waiting: " + waitingWords(out) + "); next send at " + out.NextDue.Format(time.RFC3339)
 			hint = "run the same command again after " + out.NextDue.Format(time.RFC3339) + "; from cron, every 10 minutes: */10 * * * * bulksend run " + csvPath
 		case !out.NextDue.IsZero():
 			p += " (next retry due " + out.NextDue.Format(time.RFC3339) + ")"

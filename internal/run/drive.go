@@ -324,12 +324,10 @@ func (c *Campaign) drive(ctx, runCtx context.Context, sender *Sender, h Hooks) (
 		if out.Waiting, err = st.Waiting(ctx, now); err != nil {
 			return nil, errors.Join(runErr, err)
 		}
-		out.Ended = !out.NextDue.Before(c.Settings.EndAt)
 	}
+	// The end has come, or comes before the next row may go.
 	if out.EndAt = c.Settings.EndAt; !out.EndAt.IsZero() {
-		out.Ended = out.Ended || expired > 0 || !c.now().Before(out.EndAt)
-	} else {
-		out.Ended = false
+		out.Ended = expired > 0 || !c.now().Before(out.EndAt) || (final.Pending > 0 && !out.NextDue.Before(out.EndAt))
 	}
 	if runErr != nil && !errors.Is(runErr, context.Canceled) {
 		return out, runErr

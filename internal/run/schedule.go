@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"slices"
 	"strconv"
@@ -195,7 +196,7 @@ func (z *zoner) place(r *store.Row, cell string) error {
 type gate struct {
 	*store.Store
 	now    func() time.Time
-	log    logger
+	log    *slog.Logger
 	window schedule.Window
 	zoner  *zoner // how a zone group's zones are found; nil without a window
 	start  time.Time
@@ -211,11 +212,6 @@ type gate struct {
 	optOuts *ledger.Ledger
 	channel string
 	phones  sync.Map // row -> phone
-}
-
-type logger interface {
-	Info(msg string, args ...any)
-	Warn(msg string, args ...any)
 }
 
 // newGate returns the schedule of c's settings before its store; with

@@ -355,3 +355,21 @@ func TestLearnedLimitAcrossCampaigns(t *testing.T) {
 		t.Fatalf("a sandbox run took the real number's learned limit:\n%s", logs.String())
 	}
 }
+
+// A window given on a later run places the rows in their zones then
+// (FillZones): the import, without one, did not.
+func TestWindowAddedOnResume(t *testing.T) {
+	csv := writeCSV(t, t.TempDir(), "c.csv", "phone,name\n+12125550101,NY\n+61291234567,AU\n")
+	o := schedOptions(csv)
+	now := at(t, "2026-12-02T03:00:00Z") // Sydney 14:00, New York 22:00
+	o.Schedule.StartAt = now.Add(time.Hour)
+	if _, sent := runAt(t, o, now); len(sent) != 0 {
+		t.Fatalf("sent %v before the start", sent)
+	}
+	o.Schedule = run.Schedule{Window: []string{"09:00-20:00"}}
+	o.Given = given("window", "start-at")
+	out, sent := runAt(t, o, now)
+	if !slices.Equal(sent, []string{"+61291234567"}) || out.Waiting.Window != 1 {
+		t.Fatalf("sent %v, %d waiting for the window; want Sydney sent, New York waiting", sent, out.Waiting.Window)
+	}
+}

@@ -14,58 +14,14 @@ import (
 // skipped ("excluded"). next returns io.EOF after the last phone. It
 // returns how many rows it skipped.
 func (s *Store) Exclude(ctx context.Context, next func() (string, error)) (_ int64, err error) {
-	return s.suppress(ctx, next, "", campaign.SkipExcluded, "excluded")
+	return s.suppress(ctx, withReason(next, "excluded"), "", campaign.SkipExcluded)
 }
 
 // OptOut marks rows not yet sent from sender whose phone is on sender's
 // opt-out list skipped ("opted_out"): a send would fail and may cost.
 // next returns io.EOF after the last phone.
 func (s *Store) OptOut(ctx context.Context, sender string, next func() (string, error)) (_ int64, err error) {
-	return s.suppress(ctx, next, sender, campaign.SkipOptedOut, "on the opt-out list of "+sender)
-}
-
-// suppress skips the rows not yet sent (of sender, "" for any) whose
-// phone next lists, as kind with reason.
-func (s *Store) suppress(ctx context.Context, next func() (string, error), sender string, kind campaign.SkipKind, reason string) (_ int64, err error) {
-	defer mark(&err)
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return 0, fmt.Errorf("exclude: %w", err)
-	}
-	defer tx.Rollback()
-	if _, err := tx.ExecContext(ctx, `CREATE TEMP TABLE IF NOT EXISTS excluded(phone TEXT PRIMARY KEY) WITHOUT ROWID; DELETE FROM excluded;`); err != nil {
-		return 0, fmt.Errorf("exclude: %w", err)
-	}
-	ins, err := tx.PrepareContext(ctx, `INSERT OR IGNORE INTO excluded(phone) VALUES(?)`)
-	if err != nil {
-		return 0, fmt.Errorf("exclude: %w", err)
-	}
-	defer ins.Close()
-	for {
-		p, err := next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return 0, err
-		}
-		if _, err := ins.ExecContext(ctx, p); err != nil {
-			return 0, fmt.Errorf("exclude: %w", err)
-		}
-	}
-	// A row with attempts behind it may have reached the recipient before:
-	// its reason says so, rather than claim it was never sent.
-	res, err := tx.ExecContext(ctx, `UPDATE recipients SET status = 'skipped', skip_kind = ?1,
-		reason = CASE WHEN attempts > 0 THEN ?2 || ' after an attempt with no answer' ELSE ?2 END, updated_at = ?3
-		WHERE status = 'pending' AND (?4 = '' OR sender = ?4) AND phone IN (SELECT phone FROM excluded)`, string(kind), reason, ms(time.Now()), sender)
-	if err != nil {
-		return 0, fmt.Errorf("exclude: %w", err)
-	}
-	n, _ := res.RowsAffected()
-	if _, err := tx.ExecContext(ctx, `DROP TABLE excluded`); err != nil {
-		return 0, fmt.Errorf("exclude: %w", err)
-	}
-	return n, tx.Commit()
+	return s.suppress(ctx, withReason(next, "on the opt-out list of "+sender), sender, campaign.SkipOptedOut)
 }
 
 // OptOutEach marks rows not yet sent whose phone next lists skipped
@@ -73,18 +29,33 @@ func (s *Store) suppress(ctx context.Context, next func() (string, error), sende
 // the recipient opted out): the operator ledger's opt-outs, which every
 // campaign honours. next returns io.EOF after the last one.
 func (s *Store) OptOutEach(ctx context.Context, next func() (phone, reason string, err error)) (_ int64, err error) {
+	return s.suppress(ctx, next, "", campaign.SkipOptedOut)
+}
+
+// withReason gives every phone of next the same reason.
+func withReason(next func() (string, error), reason string) func() (string, string, error) {
+	return func() (string, string, error) {
+		p, err := next()
+		return p, reason, err
+	}
+}
+
+// suppress skips the rows not yet sent (of sender, "" for any) whose
+// phone next lists, as kind with the reason next gives with the phone
+// (the first one given, for a phone listed twice).
+func (s *Store) suppress(ctx context.Context, next func() (phone, reason string, err error), sender string, kind campaign.SkipKind) (_ int64, err error) {
 	defer mark(&err)
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return 0, fmt.Errorf("opt-outs: %w", err)
+		return 0, fmt.Errorf("exclude: %w", err)
 	}
 	defer tx.Rollback()
-	if _, err := tx.ExecContext(ctx, `CREATE TEMP TABLE IF NOT EXISTS opted(phone TEXT PRIMARY KEY, reason TEXT NOT NULL) WITHOUT ROWID; DELETE FROM opted;`); err != nil {
-		return 0, fmt.Errorf("opt-outs: %w", err)
+	if _, err := tx.ExecContext(ctx, `CREATE TEMP TABLE IF NOT EXISTS excluded(phone TEXT PRIMARY KEY, reason TEXT NOT NULL) WITHOUT ROWID; DELETE FROM excluded;`); err != nil {
+		return 0, fmt.Errorf("exclude: %w", err)
 	}
-	ins, err := tx.PrepareContext(ctx, `INSERT OR IGNORE INTO opted(phone, reason) VALUES(?, ?)`)
+	ins, err := tx.PrepareContext(ctx, `INSERT OR IGNORE INTO excluded(phone, reason) VALUES(?, ?)`)
 	if err != nil {
-		return 0, fmt.Errorf("opt-outs: %w", err)
+		return 0, fmt.Errorf("exclude: %w", err)
 	}
 	defer ins.Close()
 	for {
@@ -96,18 +67,21 @@ func (s *Store) OptOutEach(ctx context.Context, next func() (phone, reason strin
 			return 0, err
 		}
 		if _, err := ins.ExecContext(ctx, p, reason); err != nil {
-			return 0, fmt.Errorf("opt-outs: %w", err)
+			return 0, fmt.Errorf("exclude: %w", err)
 		}
 	}
+	// A row with attempts behind it may have reached the recipient before:
+	// its reason says so, rather than claim it was never sent.
 	res, err := tx.ExecContext(ctx, `UPDATE recipients SET status = 'skipped', skip_kind = ?1, wait = NULL, updated_at = ?2,
-		reason = (SELECT CASE WHEN recipients.attempts > 0 THEN o.reason || ' after an attempt with no answer' ELSE o.reason END FROM opted o WHERE o.phone = recipients.phone)
-		WHERE status = 'pending' AND phone IN (SELECT phone FROM opted)`, string(campaign.SkipOptedOut), ms(time.Now()))
+		reason = (SELECT CASE WHEN recipients.attempts > 0 THEN e.reason || ' after an attempt with no answer' ELSE e.reason END
+			FROM excluded e WHERE e.phone = recipients.phone)
+		WHERE status = 'pending' AND (?3 = '' OR sender = ?3) AND phone IN (SELECT phone FROM excluded)`, string(kind), ms(time.Now()), sender)
 	if err != nil {
-		return 0, fmt.Errorf("opt-outs: %w", err)
+		return 0, fmt.Errorf("exclude: %w", err)
 	}
 	n, _ := res.RowsAffected()
-	if _, err := tx.ExecContext(ctx, `DROP TABLE opted`); err != nil {
-		return 0, fmt.Errorf("opt-outs: %w", err)
+	if _, err := tx.ExecContext(ctx, `DROP TABLE excluded`); err != nil {
+		return 0, fmt.Errorf("exclude: %w", err)
 	}
 	return n, tx.Commit()
 }

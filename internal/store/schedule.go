@@ -53,54 +53,66 @@ func (s *Store) ZoneGroups(ctx context.Context) (_ []ZoneGroup, err error) {
 
 // FillZones sets the zones of pending rows that have none, from zonesOf
 // (which returns "" for a phone it cannot place): a campaign that gets a
-// window after its import. It returns the rows it filled.
+// window after its import. It returns the rows it filled. It goes in
+// chunks of rows, in one transaction, so memory stays flat.
 func (s *Store) FillZones(ctx context.Context, zonesOf func(phone string) string) (_ int64, err error) {
 	defer mark(&err)
+	const chunk = 10_000
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return 0, fmt.Errorf("fill zones: %w", err)
 	}
 	defer tx.Rollback()
-	// Read first, then write: one connection, and SQLite's reads do not
-	// see their own transaction's writes consistently mid-scan.
+	upd, err := tx.PrepareContext(ctx, `UPDATE recipients SET zones = ? WHERE row = ?`)
+	if err != nil {
+		return 0, fmt.Errorf("fill zones: %w", err)
+	}
+	defer upd.Close()
 	type rz struct {
 		row   int64
 		zones string
 	}
-	var todo []rz
-	rows, err := tx.QueryContext(ctx, `SELECT row, phone FROM recipients WHERE status = 'pending' AND zones IS NULL`)
-	if err != nil {
-		return 0, fmt.Errorf("fill zones: %w", err)
-	}
-	for rows.Next() {
-		var r rz
-		var phone string
-		if err := rows.Scan(&r.row, &phone); err != nil {
-			rows.Close()
+	var filled int64
+	todo := make([]rz, 0, chunk)
+	for after := int64(0); ; {
+		// Read a chunk, then write it: one connection cannot step a query
+		// and write beside it.
+		rows, err := tx.QueryContext(ctx, `SELECT row, phone FROM recipients WHERE row > ? AND status = 'pending' AND zones IS NULL ORDER BY row LIMIT ?`, after, chunk)
+		if err != nil {
 			return 0, fmt.Errorf("fill zones: %w", err)
 		}
-		if r.zones = zonesOf(phone); r.zones != "" {
-			todo = append(todo, r)
+		todo = todo[:0]
+		n := 0
+		for rows.Next() {
+			var r rz
+			var phone string
+			if err := rows.Scan(&r.row, &phone); err != nil {
+				rows.Close()
+				return 0, fmt.Errorf("fill zones: %w", err)
+			}
+			n, after = n+1, r.row
+			if r.zones = zonesOf(phone); r.zones != "" {
+				todo = append(todo, r)
+			}
 		}
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return 0, fmt.Errorf("fill zones: %w", err)
-	}
-	st, err := tx.PrepareContext(ctx, `UPDATE recipients SET zones = ? WHERE row = ?`)
-	if err != nil {
-		return 0, fmt.Errorf("fill zones: %w", err)
-	}
-	defer st.Close()
-	for _, r := range todo {
-		if _, err := st.ExecContext(ctx, r.zones, r.row); err != nil {
+		rows.Close()
+		if err := rows.Err(); err != nil {
 			return 0, fmt.Errorf("fill zones: %w", err)
+		}
+		for _, r := range todo {
+			if _, err := upd.ExecContext(ctx, r.zones, r.row); err != nil {
+				return 0, fmt.Errorf("fill zones: %w", err)
+			}
+		}
+		filled += int64(len(todo))
+		if n < chunk {
+			break
 		}
 	}
 	if err := tx.Commit(); err != nil {
 		return 0, fmt.Errorf("fill zones: %w", err)
 	}
-	return int64(len(todo)), nil
+	return filled, nil
 }
 
 // WaitZones makes the pending rows of the zone set zones ("" for rows
