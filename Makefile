@@ -122,6 +122,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzNormalize$$' -fuzztime $(FUZZTIME) ./internal/csvin
 	$(GO) test -run '^$$' -fuzz '^FuzzListReader$$' -fuzztime $(FUZZTIME) ./internal/csvin
 	$(GO) test -run '^$$' -fuzz '^FuzzReader$$' -fuzztime $(FUZZTIME) ./internal/whatsapp/webhook
+	$(GO) test -run '^$$' -fuzz '^FuzzClassify$$' -fuzztime $(FUZZTIME) ./internal/optout
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./internal/whatsapp/webhook
 	$(GO) test -run '^$$' -fuzz '^FuzzSend$$' -fuzztime $(FUZZTIME) ./internal/whatsapp/sandbox
 	$(GO) test -run '^$$' -fuzz '^FuzzSendDefinition$$' -fuzztime $(FUZZTIME) ./internal/whatsapp/sandbox

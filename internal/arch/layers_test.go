@@ -42,6 +42,7 @@ var classes = map[string]class{
 	"internal/pace":      domain,
 	"internal/reconcile": domain,
 	"internal/schedule":  domain, // when a recipient may be messaged
+	"internal/optout":    domain, // what a reply asks for
 
 	"internal/run": usecase,
 
