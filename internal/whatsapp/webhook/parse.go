@@ -582,7 +582,7 @@ func (s *scanner) object(fn func() bool) bool {
 	return false
 }
 
-// array is object for arrays of objects.
+// array is object for arrays of objects, each decoded by elem.
 func (s *scanner) array(elem func() bool) bool {
 	switch s.peek() {
 	case 'n':
@@ -631,17 +631,7 @@ func (s *scanner) change() bool {
 		case "value":
 			s.reset(base)
 			v = otherValue{}
-			switch s.peek() {
-			case 'n':
-				s.null()
-				good = true
-			case '{':
-				good = s.value(&v)
-			default:
-				s.skip()
-				good = false
-				s.bad(whyShape)
-			}
+			good = s.object(func() bool { return s.value(&v) })
 		case "field":
 			field = s.field()
 		default:
