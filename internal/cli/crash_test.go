@@ -516,22 +516,36 @@ func TestSandboxCommand(t *testing.T) {
 	}
 	// Statuses come when they happen (read up to 30 s later); stopping
 	// wrote those still to come: every message has its final status, none
-	// stamped after the sandbox stopped.
+	// stamped after the sandbox stopped. The demo's recipients talk back
+	// too: each reply, tap or stop of marketing is a body of its own.
 	final := map[string]bool{}
+	var backs int64
 	for _, line := range bytes.Split(bytes.TrimSpace(hooks), []byte("\n")) {
 		var b struct {
 			Entry []struct {
 				Changes []struct {
+					Field string
 					Value struct {
-						Statuses []struct{ ID, Status, Timestamp string }
+						Statuses        []struct{ ID, Status, Timestamp string }
+						Messages        []struct{ From, Type string }
+						UserPreferences []struct{ Value string } `json:"user_preferences"`
 					}
 				}
 			}
 		}
-		if err := json.Unmarshal(line, &b); err != nil || len(b.Entry) != 1 || len(b.Entry[0].Changes) != 1 || len(b.Entry[0].Changes[0].Value.Statuses) != 1 {
+		if err := json.Unmarshal(line, &b); err != nil || len(b.Entry) != 1 || len(b.Entry[0].Changes) != 1 {
 			t.Fatalf("webhook line %s: %v", line, err)
 		}
-		st := b.Entry[0].Changes[0].Value.Statuses[0]
+		c := b.Entry[0].Changes[0]
+		if len(c.Value.Messages)+len(c.Value.UserPreferences) == 1 && len(c.Value.Statuses) == 0 &&
+			(c.Field == "messages" || c.Field == "user_preferences") {
+			backs++
+			continue
+		}
+		if len(c.Value.Statuses) != 1 {
+			t.Fatalf("webhook line %s: neither one status nor what a recipient sent back", line)
+		}
+		st := c.Value.Statuses[0]
 		if ts, err := strconv.ParseInt(st.Timestamp, 10, 64); err != nil || ts > stopped {
 			t.Errorf("%s stamped %s, after the sandbox stopped (%d)", st.Status, st.Timestamp, stopped)
 		}
@@ -545,5 +559,8 @@ func TestSandboxCommand(t *testing.T) {
 	}
 	if len(final) != 100 || n != 100 {
 		t.Errorf("webhook log: %d messages, %d with a final status; want 100, 100", len(final), n)
+	}
+	if want := stats.Replies + stats.ButtonTaps + stats.PreferenceStops; backs != want {
+		t.Errorf("webhook log: %d bodies sent back by recipients, stats count %d", backs, want)
 	}
 }

@@ -61,7 +61,13 @@ latency, injects transient, permanent and late answers, and emits status
 webhooks as Meta sends them, each when it happens (sent, then delivered
 after --delivered-delay, read after --read-delay; a few duplicated or
 arriving late), to --webhooks and/or POSTed to --webhook-url, a failed POST
-retried with backoff (--webhook-tries). When it stops, the webhooks still
+retried with backoff (--webhook-tries). A few recipients talk back after
+delivery, as Meta delivers it to the same webhooks: text replies, some a
+stop keyword (--reply-rate, --stop-rate), quick-reply taps (--button-rate,
+and --stop-promotions-rate for a marketing template's "Stop promotions"),
+and stops of marketing messages (--preference-stop-rate: a
+user_preferences webhook, and later marketing sends to them fail 131050).
+When it stops, the webhooks still
 to come are written at once, stamped with that moment. Point a run at it
 with the line it prints:
 
@@ -119,6 +125,12 @@ GET /_sandbox/sms/stats shows its counters.`,
 	f.Var(delayFlag{&c.SentDelay}, "sent-delay", "when the sent webhook comes after acceptance: MIN-MAX (uniform) or one duration")
 	f.Var(delayFlag{&c.DeliveredDelay}, "delivered-delay", "when delivered (or failed) comes after sent: MIN-MAX or one duration")
 	f.Var(delayFlag{&c.ReadDelay}, "read-delay", "when read comes after delivered: MIN-MAX or one duration")
+	f.Float64Var(&c.ReplyRate, "reply-rate", c.ReplyRate, "fraction of delivered messages whose recipient replies with a text (a messages webhook)")
+	f.Float64Var(&c.StopRate, "stop-rate", c.StopRate, "fraction of the replies that are a stop keyword (STOP, Unsubscribe, PARAR…)")
+	f.Float64Var(&c.ButtonRate, "button-rate", c.ButtonRate, "fraction of delivered messages whose recipient taps one of the template's quick-reply buttons (not the opt-out)")
+	f.Float64Var(&c.StopPromotionsRate, "stop-promotions-rate", c.StopPromotionsRate, "fraction of delivered marketing messages with a \"Stop promotions\" button whose recipient taps it")
+	f.Float64Var(&c.PreferenceStopRate, "preference-stop-rate", c.PreferenceStopRate, "fraction of delivered messages whose recipient stops marketing messages (a user_preferences webhook; later marketing sends to them fail 131050)")
+	f.Var(delayFlag{&c.ReplyDelay}, "reply-delay", "when a reply, tap or stop of marketing comes after the message's last status: MIN-MAX or one duration")
 	f.IntVar(&c.WebhookTries, "webhook-tries", c.WebhookTries, "POSTs of one webhook to --webhook-url before it is given up: at once, then again at once, then after --webhook-backoff, doubling")
 	f.DurationVar(&c.WebhookBackoff, "webhook-backoff", c.WebhookBackoff, "wait before the second retry of a failed webhook POST; it doubles after each")
 	f.StringArrayVar(&o.numberInfo, "number", nil, "what a number reports or answers, ID:KEY=VALUE with KEY health (AVAILABLE, LIMITED, BLOCKED), quality, throughput (STANDARD, HIGH), limit (TIER_250…TIER_UNLIMITED) or send-error (a Meta code every send from it answers, e.g. 131048) (repeatable)")
@@ -199,7 +211,9 @@ func runSandbox(ios *IO, o *sandboxOptions, log *slog.Logger) (err error) {
 	for _, p := range []struct {
 		flag string
 		v    float64
-	}{{"transient-rate", cfg.TransientRate}, {"permanent-rate", cfg.PermanentRate}, {"late-rate", cfg.LateRate}, {"fail-rate", cfg.FailRate}, {"read-rate", cfg.ReadRate}, {"duplicate-rate", cfg.DuplicateRate}, {"reorder-rate", cfg.ReorderRate}} {
+	}{{"transient-rate", cfg.TransientRate}, {"permanent-rate", cfg.PermanentRate}, {"late-rate", cfg.LateRate}, {"fail-rate", cfg.FailRate}, {"read-rate", cfg.ReadRate}, {"duplicate-rate", cfg.DuplicateRate}, {"reorder-rate", cfg.ReorderRate},
+		{"reply-rate", cfg.ReplyRate}, {"stop-rate", cfg.StopRate}, {"button-rate", cfg.ButtonRate},
+		{"stop-promotions-rate", cfg.StopPromotionsRate}, {"preference-stop-rate", cfg.PreferenceStopRate}} {
 		if p.v < 0 || p.v > 1 {
 			return usagef("", "invalid --%s %v: want a fraction from 0 to 1", p.flag, p.v)
 		}

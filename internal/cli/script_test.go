@@ -278,6 +278,20 @@ func cmdSandbox(ts *testscript.TestScript, neg bool, args []string) {
 			m, err := strconv.Atoi(mins)
 			ts.Check(err)
 			cfg.UsageAfter, cfg.RegainAccessMinutes = n, m
+		case "reply":
+			cfg.ReplyRate = f() // recipients talk back: see sandbox.Config.ReplyRate
+		case "stop":
+			cfg.StopRate = f()
+		case "button":
+			cfg.ButtonRate = f()
+		case "stoppromo":
+			cfg.StopPromotionsRate = f()
+		case "prefstop":
+			cfg.PreferenceStopRate = f()
+		case "replydelay":
+			rd, err := sandbox.ParseDelay(v)
+			ts.Check(err)
+			cfg.ReplyDelay = rd
 		case "webhookurl":
 			cfg.WebhookURL = v // each webhook is also POSTed there, signed with appsecret
 		case "appsecret":

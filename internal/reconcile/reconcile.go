@@ -114,6 +114,10 @@ type SourceCounts struct {
 	Invalid      int64 // records that could not be read
 	NotStatus    int64 // records that hold no status (incoming messages, …)
 	FirstInvalid []int // the numbers (lines) of the first few invalid records
+	// Kinds counts what the records held by kind (for a webhook log, its
+	// changes by field, "statuses" for those that hold statuses); nil if
+	// the source does not say.
+	Kinds map[string]int64
 }
 
 // DefaultBatch is the number of statuses per batch when Options.Batch is
@@ -170,6 +174,11 @@ type Summary struct {
 	// FirstInvalidLines are the first few invalid record numbers of the
 	// first log that has any (Logs says which, when there are several).
 	FirstInvalidLines []int `json:"first_invalid_lines"`
+
+	// Kinds counts what the logs held by kind, summed over the logs (see
+	// SourceCounts.Kinds): "statuses", "messages", "user_preferences",
+	// "message_template_status_update", …
+	Kinds map[string]int64 `json:"kinds"`
 
 	// Settled counts the rows this reconcile settled that were pending,
 	// sending or in doubt before it, by outcome: sent, delivered, read and
@@ -335,6 +344,12 @@ func (rc *Reconciler) Read(ctx context.Context, name string, src Source) error {
 	rc.sum.Events += c.Statuses
 	rc.sum.Invalid += c.Invalid
 	rc.sum.NotStatus += c.NotStatus
+	for k, n := range c.Kinds {
+		if rc.sum.Kinds == nil {
+			rc.sum.Kinds = make(map[string]int64)
+		}
+		rc.sum.Kinds[k] += n
+	}
 	if len(rc.sum.FirstInvalidLines) == 0 {
 		rc.sum.FirstInvalidLines = l.FirstInvalidLines
 	}
@@ -379,6 +394,10 @@ func (rc *Reconciler) summary() Summary {
 	s.Logs = rc.logs
 	if s.FirstInvalidLines == nil {
 		s.FirstInvalidLines = []int{}
+	}
+	s.Kinds = maps.Clone(s.Kinds)
+	if s.Kinds == nil {
+		s.Kinds = map[string]int64{}
 	}
 	s.Settled, s.Corrected = maps.Clone(rc.policy), map[string]int64{}
 	for _, t := range rc.touched {

@@ -621,7 +621,7 @@ func TestSummaryJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{"events", "matched", "applied", "foreign", "invalid", "not_status", "unknown",
-		"first_invalid_lines", "settled", "corrected", "still_in_doubt", "changed", "recovered_sending", "logs"}
+		"first_invalid_lines", "kinds", "settled", "corrected", "still_in_doubt", "changed", "recovered_sending", "logs"}
 	for _, k := range want {
 		if _, ok := got[k]; !ok {
 			t.Errorf("no %q in %s", k, b)

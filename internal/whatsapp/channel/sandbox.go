@@ -42,6 +42,12 @@ func DemoSandbox() sandbox.Config {
 		DeliveredDelay: sandbox.Delay{Mean: 2 * time.Second, Jitter: time.Second},
 		ReadDelay:      sandbox.Delay{Mean: 17500 * time.Millisecond, Jitter: 12500 * time.Millisecond},
 		WebhookTries:   6, WebhookBackoff: time.Second,
+		// A few recipients talk back, 2–10 s after their last status: 3%
+		// reply (a fifth of them a stop keyword), 2% tap a quick reply,
+		// half a percent tap a marketing template's "Stop promotions", 1%
+		// stop marketing messages (later marketing sends to them: 131050).
+		ReplyRate: 0.03, StopRate: 0.2, ButtonRate: 0.02, StopPromotionsRate: 0.005, PreferenceStopRate: 0.01,
+		ReplyDelay: sandbox.Delay{Mean: 6 * time.Second, Jitter: 4 * time.Second},
 	}
 }
 
@@ -104,7 +110,8 @@ func startSandbox(log *slog.Logger, s store.Settings, webhookLog string) (*runni
 			st := srv.Stats()
 			log.Info("sandbox", "requests", st.Requests, "accepted", st.Accepted, "throttled", st.Throttled,
 				"duplicates", st.Duplicates, "max_per_second", st.MaxPerSecond, "webhooks", st.Webhooks,
-				"webhooks_written_at_stop", pending)
+				"webhooks_written_at_stop", pending, "replies", st.Replies, "stops", st.Stops,
+				"button_taps", st.ButtonTaps, "preference_stops", st.PreferenceStops)
 			if err := errors.Join(werr, f.Close()); err != nil {
 				return fmt.Errorf("sandbox log %s: %w", webhookLog, err)
 			}

@@ -41,12 +41,37 @@ type fate struct {
 	holdDraw                          float64 // a held message's assessment, of holdMax
 	lateWhich, lateDraw               float64 // which status arrives late, and how late
 	dupDraw                           float64 // how much later the duplicate arrives
+
+	talk talk // what the recipient answers, if the message is delivered
+}
+
+// talk is what a recipient does back after a message reached them, drawn
+// with its fate; whether the template offers a button to tap is known
+// only when the message is accepted (see Server.answers). Each kind is
+// drawn on its own: a recipient may reply and also stop marketing.
+type talk struct {
+	reply    bool    // a text reply
+	stopWord bool    // the reply is a stop keyword
+	textDraw float64 // which text
+	tap      bool    // taps one of the template's quick-reply buttons
+	tapWhich float64 // which of them
+	optOut   bool    // taps the marketing opt-out button, if it has one
+	prefStop bool    // stops marketing messages in WhatsApp
+	nameDraw float64 // the profile name in contacts
+	// when each comes after the message's last status, of Config.ReplyDelay
+	replyDraw, tapDraw, optOutDraw, prefDraw float64
 }
 
 // rates are the fractions fate draws against, from Config.
 type rates struct {
 	transient, permanent, late, fail, read, duplicate, reorder float64
 	held, heldFail, capped                                     float64
+	reply, stop, button, stopPromotions, prefStop              float64
+}
+
+// talks reports whether any recipient talks back.
+func (r rates) talks() bool {
+	return r.reply > 0 || r.button > 0 || r.stopPromotions > 0 || r.prefStop > 0
 }
 
 // draw computes the fate of attempt n (1-based) of the message keyed by
@@ -110,6 +135,16 @@ func draw(seed int64, to, cbd string, n int, r rates, category string) fate {
 		f.holdDraw = u(14)
 	}
 	f.lateWhich, f.lateDraw, f.dupDraw = u(16), u(17), u(18)
+	if f.failCode == 0 && r.talks() {
+		// Draws 19 and up: what the recipient answers. Only a delivered
+		// message is answered.
+		f.talk = talk{
+			reply: u(19) < r.reply, stopWord: u(20) < r.stop, textDraw: u(21), replyDraw: u(22),
+			tap: u(23) < r.button, tapWhich: u(24), tapDraw: u(25),
+			optOut: u(26) < r.stopPromotions, optOutDraw: u(27),
+			prefStop: u(28) < r.prefStop, prefDraw: u(29), nameDraw: u(30),
+		}
+	}
 	return f
 }
 
@@ -127,4 +162,16 @@ func (f *fate) usMarketing() {
 	}
 	f.held, f.heldFail, f.read = false, false, false
 	f.capped, f.failCode, f.sentFirst = true, codeEngagement, true
+	f.talk = talk{}
+}
+
+// stoppedMarketing makes f the fate of a marketing message to a recipient
+// who stopped marketing messages from the business: accepted, then failed
+// 131050 and nothing else, whatever else was drawn.
+func (f *fate) stoppedMarketing() {
+	if f.outcome != accepted && f.outcome != late {
+		return
+	}
+	f.held, f.heldFail, f.read, f.capped, f.sentFirst = false, false, false, false, false
+	f.failCode, f.talk = codeStoppedMarketing, talk{}
 }

@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"bytes"
 	"container/heap"
+	"crypto/hmac"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -266,4 +268,39 @@ func parseWebhook(t *testing.T, line []byte) status {
 	}
 	v := b.Entry[0].Changes[0].Value
 	return status{whStatus: v.Statuses[0], PhoneNumberID: v.Metadata.PhoneNumberID, line: line}
+}
+
+// signedReceiver is a webhook receiver that keeps the bodies POSTed with
+// a good X-Hub-Signature-256 (and Content-Type application/json) and
+// counts, and answers 403 to, the others.
+type signedReceiver struct {
+	*httptest.Server
+	mu     sync.Mutex
+	bodies [][]byte
+	bad    int
+}
+
+func newSignedReceiver(t *testing.T, secret string) *signedReceiver {
+	rc := &signedReceiver{}
+	rc.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		got, _ := strings.CutPrefix(r.Header.Get("X-Hub-Signature-256"), "sha256=")
+		rc.mu.Lock()
+		defer rc.mu.Unlock()
+		if !hmac.Equal([]byte(got), []byte(Sign(secret, b))) || r.Header.Get("Content-Type") != "application/json" {
+			rc.bad++
+			w.WriteHeader(http.StatusForbidden)
+			return
+		}
+		rc.bodies = append(rc.bodies, b)
+	}))
+	t.Cleanup(rc.Close)
+	return rc
+}
+
+// got returns the bodies kept so far and the count of bad signatures.
+func (rc *signedReceiver) got() ([][]byte, int) {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return slices.Clone(rc.bodies), rc.bad
 }

@@ -25,6 +25,8 @@ var (
 	defaultSentDelay      = Delay{Mean: 500 * time.Millisecond, Jitter: 500 * time.Millisecond}
 	defaultDeliveredDelay = Delay{Mean: 2 * time.Second, Jitter: time.Second}
 	defaultReadDelay      = Delay{Mean: 17500 * time.Millisecond, Jitter: 12500 * time.Millisecond}
+	// What a recipient sends back comes 2–10 s after the last status.
+	defaultReplyDelay = Delay{Mean: 6 * time.Second, Jitter: 4 * time.Second}
 )
 
 // or is d, def when d is zero, or no delay when d's Mean is negative.

@@ -5,7 +5,11 @@
 // rate limits (131056), transient 5xx, permanent failures, answers that
 // never arrive although the message was sent, and status webhooks that come
 // when they happen (sent, then delivered seconds later, read later still),
-// a few duplicated or late, posted with Meta's retries. It also lists its
+// a few duplicated or late, posted with Meta's retries. Recipients talk
+// back too, a few seconds after delivery: text replies (some a stop
+// keyword), taps of the template's quick-reply buttons (the marketing
+// opt-out among them) and stops of marketing messages (user_preferences),
+// after which marketing sends to them fail 131050. It also lists its
 // template definitions as GET message_templates does.
 //
 // It rehearses the account rules of 2025–2026 as well (the team's fact
@@ -195,6 +199,38 @@ type Config struct {
 	// message's fate (see Seed).
 	SentDelay, DeliveredDelay, ReadDelay Delay
 
+	// ReplyRate is the fraction of delivered messages whose recipient
+	// replies with a text (a messages webhook with the recipient's
+	// contact); StopRate is the fraction of those replies that are a stop
+	// keyword ("STOP", "stop please", "Unsubscribe", "PARAR",
+	// "désabonner"), the others free text ("Thanks!", "what time do you
+	// open?"…).
+	ReplyRate, StopRate float64
+	// ButtonRate is the fraction of delivered messages of a template with
+	// quick-reply buttons (other than the marketing opt-out) whose
+	// recipient taps one: a button message in the context of the message
+	// it answers, its payload the one the send gave the button, or else
+	// its label. StopPromotionsRate is the fraction of delivered messages
+	// of a marketing template with the opt-out button (a QUICK_REPLY
+	// labelled "Stop promotions", as spring_sale has) whose recipient taps
+	// it: payload and text "Stop promotions". Neither taps anything on a
+	// template without such a button, nor on one of Templates (only
+	// Definitions know buttons).
+	ButtonRate, StopPromotionsRate float64
+	// PreferenceStopRate is the fraction of delivered messages whose
+	// recipient then stops marketing messages in WhatsApp: a
+	// user_preferences webhook (category marketing_messages, value stop),
+	// and from its time on every marketing message to them is accepted and
+	// then fails 131050, for the life of the Server.
+	//
+	// Each of these is drawn on its own (a recipient may reply and also
+	// stop marketing) from the message's fate (see Seed), and comes
+	// ReplyDelay after the message's last status, delivered or read; the
+	// zero Delay means 2–10 s. Their webhooks are written and POSTed as
+	// the status webhooks are.
+	PreferenceStopRate float64
+	ReplyDelay         Delay
+
 	// Webhooks, if set, receives one status-webhook POST body per line
 	// (newline-delimited JSON) when it is emitted, as Meta would deliver
 	// them: lines are in the order emitted, each flushed as it is written
@@ -340,8 +376,12 @@ type Server struct {
 
 	stats counters
 
-	// the timing of status webhooks, defaults applied
-	sentDelay, deliveredDelay, readDelay Delay
+	// the timing of status webhooks and of answers, defaults applied
+	sentDelay, deliveredDelay, readDelay, replyDelay Delay
+
+	// who stopped marketing messages (PreferenceStopRate), and when
+	stopMu  sync.Mutex
+	stopped map[string]time.Time // wa_id -> the stop's time
 
 	done      chan struct{} // closed by Close: releases waiting answers
 	out       *outbox       // nil when there is nothing to emit
@@ -381,7 +421,10 @@ func newServer(cfg Config, after afterFunc) *Server {
 			transient: cfg.TransientRate, permanent: cfg.PermanentRate, late: cfg.LateRate,
 			fail: cfg.FailRate, read: cfg.ReadRate, duplicate: cfg.DuplicateRate, reorder: cfg.ReorderRate,
 			held: cfg.HeldRate, heldFail: cfg.HeldFailRate, capped: cfg.MarketingCapRate,
+			reply: cfg.ReplyRate, stop: cfg.StopRate, button: cfg.ButtonRate,
+			stopPromotions: cfg.StopPromotionsRate, prefStop: cfg.PreferenceStopRate,
 		},
+		stopped:   map[string]time.Time{},
 		syncNames: map[string]bool{},
 		syncFor:   cfg.MMSyncFor,
 	}
@@ -404,6 +447,7 @@ func newServer(cfg Config, after afterFunc) *Server {
 	s.sentDelay = cfg.SentDelay.or(defaultSentDelay)
 	s.deliveredDelay = cfg.DeliveredDelay.or(defaultDeliveredDelay)
 	s.readDelay = cfg.ReadDelay.or(defaultReadDelay)
+	s.replyDelay = cfg.ReplyDelay.or(defaultReplyDelay)
 	if s.lateDelay <= 0 {
 		s.lateDelay = 60 * time.Second
 	}
@@ -638,6 +682,11 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request, version, phoneID s
 		if s.cfg.USNumber != nil && strings.EqualFold(tmpl.Category, "marketing") && s.cfg.USNumber("+"+waID) {
 			// WhatsApp delivers no marketing templates to US numbers: 131049.
 			ft.usMarketing()
+		}
+		if s.rates.prefStop > 0 && strings.EqualFold(tmpl.Category, "marketing") && s.stoppedBy(waID, at) {
+			// The recipient stopped marketing messages (a user_preferences
+			// stop): 131050.
+			ft.stoppedMarketing()
 		}
 		if ft.outcome != accepted && ft.outcome != late {
 			return false

@@ -3,7 +3,6 @@ package sandbox
 import (
 	"bytes"
 	"context"
-	"crypto/hmac"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -721,24 +720,7 @@ func indexOf(sent map[string]string, wamid string) int {
 
 func TestWebhookPostSigned(t *testing.T) {
 	const secret = "app-secret"
-	var (
-		mu     sync.Mutex
-		bodies [][]byte
-		bad    int
-	)
-	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		got, _ := strings.CutPrefix(r.Header.Get("X-Hub-Signature-256"), "sha256=")
-		mu.Lock()
-		defer mu.Unlock()
-		if !hmac.Equal([]byte(got), []byte(Sign(secret, b))) || r.Header.Get("Content-Type") != "application/json" {
-			bad++
-			w.WriteHeader(http.StatusForbidden)
-			return
-		}
-		bodies = append(bodies, b)
-	}))
-	defer recv.Close()
+	recv := newSignedReceiver(t, secret)
 	if !strings.HasPrefix(recv.URL, "http://127.0.0.1:") {
 		t.Fatalf("receiver on %s, want 127.0.0.1", recv.URL)
 	}
@@ -751,8 +733,7 @@ func TestWebhookPostSigned(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	mu.Lock()
-	defer mu.Unlock()
+	bodies, bad := recv.got()
 	if bad != 0 || len(bodies) != 60 || s.Stats().Webhooks != 60 || s.Stats().WebhookPostErrors != 0 {
 		t.Errorf("%d good, %d bad signatures, stats %+v; want 60 good (sent, delivered, read × 20)", len(bodies), bad, s.Stats())
 	}

@@ -73,6 +73,20 @@ type Stats struct {
 	MarketingRequests int64 `json:"marketing_requests"`
 	MarketingLite     int64 `json:"marketing_lite"`
 	MarketingFallback int64 `json:"marketing_fallback"`
+
+	// What recipients send back, counted when their message is accepted
+	// (like the final statuses): Replies are text replies, Stops those of
+	// them that are a stop keyword; ButtonTaps are quick-reply taps,
+	// StopPromotions those of them on the marketing opt-out button;
+	// PreferenceStops are user_preferences stops of marketing messages.
+	// MarketingStopped counts the marketing messages failed 131050
+	// because their recipient had stopped marketing (also in Failed).
+	Replies          int64 `json:"replies"`
+	Stops            int64 `json:"stops"`
+	ButtonTaps       int64 `json:"button_taps"`
+	StopPromotions   int64 `json:"stop_promotions"`
+	PreferenceStops  int64 `json:"preference_stops"`
+	MarketingStopped int64 `json:"marketing_stopped"`
 }
 
 // counters are the live values behind Stats; all atomic, so the hot path
@@ -86,6 +100,8 @@ type counters struct {
 	whFailed, templateReads, numberReads       atomic.Int64
 	held, heldFailed, capped                   atomic.Int64
 	mmRequests, mmLite, mmFallback             atomic.Int64
+	replies, stops, taps, optOuts, prefStops   atomic.Int64
+	stoppedMarketing                           atomic.Int64
 	errors                                     map[int]*atomic.Int64 // fixed keys: knownCodes and extra
 }
 
@@ -131,6 +147,12 @@ func (s *Server) Stats() Stats {
 		MarketingRequests: c.mmRequests.Load(),
 		MarketingLite:     c.mmLite.Load(),
 		MarketingFallback: c.mmFallback.Load(),
+		Replies:           c.replies.Load(),
+		Stops:             c.stops.Load(),
+		ButtonTaps:        c.taps.Load(),
+		StopPromotions:    c.optOuts.Load(),
+		PreferenceStops:   c.prefStops.Load(),
+		MarketingStopped:  c.stoppedMarketing.Load(),
 	}
 	if s.out != nil {
 		st.WebhooksPending = s.out.pending.Load()

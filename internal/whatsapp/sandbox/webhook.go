@@ -33,6 +33,12 @@ func (s *Server) emit(num *number, version, wamid string, req sendRequest, waID 
 	default:
 		s.stats.delivered.Add(1)
 	}
+	if ft.failCode == codeStoppedMarketing {
+		s.stats.stoppedMarketing.Add(1)
+	}
+	// Decided and counted now, like the statuses, and a stop of marketing
+	// holds for later sends whether or not anything is emitted.
+	backs := s.answers(req, tmpl, waID, at, ft)
 	if s.out == nil {
 		return
 	}
@@ -56,7 +62,7 @@ func (s *Server) emit(num *number, version, wamid string, req sendRequest, waID 
 	}
 	var p *plan
 	if s.out.hooks {
-		p = s.plan(num, version, wamid, req.BizOpaqueCallbackData, waID, rt.category, at, ft)
+		p = s.plan(num, version, wamid, req.BizOpaqueCallbackData, waID, rt.category, at, ft, backs)
 	}
 	s.out.add(rec, p)
 }
@@ -77,13 +83,15 @@ type plan struct {
 	stop                 func() bool
 }
 
-// event is one status of a message and the time it happens.
+// event is one status of a message and the time it happens, or (back set)
+// what its recipient sends back after it.
 type event struct {
 	status   string
 	at       time.Time
-	billed   bool   // carries pricing (and a conversation before v24.0)
-	failCode int    // failed: the error
-	body     []byte // serialised when first delivered, for a duplicate
+	billed   bool      // carries pricing (and a conversation before v24.0)
+	failCode int       // failed: the error
+	back     *talkback // a reply, a button tap or a stop of marketing; status is ""
+	body     []byte    // serialised when first delivered, for a duplicate
 }
 
 // arrival is one delivery of a status's body.
@@ -99,10 +107,10 @@ type arrival struct {
 // Each status arrives at its own time, except that with ReorderRate one
 // arrives late, after the status that follows it, and with DuplicateRate
 // one arrives a second time; both up to a second later.
-func (s *Server) plan(num *number, version, wamid, cbd, waID, category string, at time.Time, ft fate) *plan {
-	hold := time.Duration(ft.holdDraw * float64(holdMax))
-	sent := at.Add(hold + s.sentDelay.at(ft.sentDraw))
-	done := sent.Add(s.deliveredDelay.at(ft.deliveredDraw))
+// What the recipient sends back (backs, see answers) comes after the
+// statuses, each at its own time.
+func (s *Server) plan(num *number, version, wamid, cbd, waID, category string, at time.Time, ft fate, backs []event) *plan {
+	sent, done, read := s.times(at, ft)
 	p := &plan{num: num, version: version, wamid: wamid, waID: waID, cbd: cbd, category: category, accepted: at}
 	// Pricing comes with sent and with the first of delivered/read; so does
 	// the conversation, on API versions before v24.0 (fact sheet §5).
@@ -115,7 +123,7 @@ func (s *Server) plan(num *number, version, wamid, cbd, waID, category string, a
 	default:
 		p.statuses = append(p.statuses, event{status: "sent", at: sent, billed: true}, event{status: "delivered", at: done, billed: true})
 		if ft.read {
-			p.statuses = append(p.statuses, event{status: "read", at: done.Add(s.readDelay.at(ft.readDraw))})
+			p.statuses = append(p.statuses, event{status: "read", at: read})
 		}
 	}
 	n := len(p.statuses)
@@ -133,9 +141,25 @@ func (s *Server) plan(num *number, version, wamid, cbd, waID, category string, a
 		p.arrivals = append(p.arrivals, arrival{at: p.arrivals[k].at.Add(lateBy(ft.dupDraw)), status: k, dup: true})
 		s.stats.whDuplicates.Add(1)
 	}
+	// After the reorder and the duplicate, which are of statuses only.
+	for _, b := range backs {
+		p.arrivals = append(p.arrivals, arrival{at: b.at, status: len(p.statuses)})
+		p.statuses = append(p.statuses, b)
+	}
 	// Stable: statuses that happen at the same time arrive in their order.
 	slices.SortStableFunc(p.arrivals, func(a, b arrival) int { return a.at.Compare(b.at) })
 	return p
+}
+
+// times are when an accepted message is sent, delivered (or failed) and
+// read (if it is), of its fate: sent SentDelay after acceptance, delivered
+// DeliveredDelay after sent, read ReadDelay after delivered, all later by
+// a held message's assessment.
+func (s *Server) times(at time.Time, ft fate) (sent, done, read time.Time) {
+	hold := time.Duration(ft.holdDraw * float64(holdMax))
+	sent = at.Add(hold + s.sentDelay.at(ft.sentDraw))
+	done = sent.Add(s.deliveredDelay.at(ft.deliveredDraw))
+	return sent, done, done.Add(s.readDelay.at(ft.readDraw))
 }
 
 // lateBy is how much later than planned a late or duplicate delivery
@@ -149,6 +173,10 @@ func lateBy(u float64) time.Duration {
 // the conversation's expiry counts from acceptance.
 func (p *plan) body(i int, stamp time.Time, wabaID string) []byte {
 	e := &p.statuses[i]
+	if e.back != nil {
+		e.body = p.backBody(e.back, stamp, wabaID)
+		return e.body
+	}
 	st := whStatus{
 		ID:                    p.wamid,
 		Status:                e.status,

@@ -145,33 +145,34 @@ type failure struct {
 
 // Error codes the sandbox answers or reports in webhooks.
 const (
-	codeService       = 2      // API Service: temporary downtime or overload (HTTP 503)
-	codeNumberDeleted = 33     // the business phone number was deleted
-	codeInvalidParam  = 100    // invalid parameter
-	codeToken         = 190    // access token expired or invalid (HTTP 401)
-	codePermission    = 200    // "No access token was provided" (HTTP 403)
-	codeThrottled     = 130429 // per-number throughput
-	codeUnknown       = 131000 // something went wrong (HTTP 500)
-	codeMissingParam  = 131008
-	codeBadValue      = 131009
-	codeUnavailable   = 131016 // service unavailable (HTTP 500 or 503)
-	codeUndeliverable = 131026 // message undeliverable
-	codeDisplayName   = 131037 // a 555 number without an approved display name
-	codeSpamRate      = 131048 // the number is restricted for spam
-	codeEngagement    = 131049 // per-user marketing limit; asynchronous only
-	codeUnsupported   = 131051
-	codeNotMarketing  = 131055 // Marketing Messages API: not a marketing template
-	codePairLimited   = 131056
-	codeMarketingOff  = 131063 // marketing templates disabled on Cloud API for the WABA
-	codeParamCount    = 132000
-	codeNoTemplate    = 132001 // HTTP 404
-	codeTooLong       = 132005 // hydrated text too long
-	codeParamFormat   = 132012 // parameter type does not match the template's
-	codePaused        = 132015
-	codeDisabled      = 132016
-	codeParamIssue    = 132018 // new line, tab, 5 spaces; codes over 15 characters
-	codeSyncing       = 134101 // Marketing Messages API: template still syncing
-	codeMMUnavailable = 134102 // Marketing Messages API: not onboarded or template not eligible (HTTP 500)
+	codeService          = 2      // API Service: temporary downtime or overload (HTTP 503)
+	codeNumberDeleted    = 33     // the business phone number was deleted
+	codeInvalidParam     = 100    // invalid parameter
+	codeToken            = 190    // access token expired or invalid (HTTP 401)
+	codePermission       = 200    // "No access token was provided" (HTTP 403)
+	codeThrottled        = 130429 // per-number throughput
+	codeUnknown          = 131000 // something went wrong (HTTP 500)
+	codeMissingParam     = 131008
+	codeBadValue         = 131009
+	codeUnavailable      = 131016 // service unavailable (HTTP 500 or 503)
+	codeUndeliverable    = 131026 // message undeliverable
+	codeDisplayName      = 131037 // a 555 number without an approved display name
+	codeSpamRate         = 131048 // the number is restricted for spam
+	codeEngagement       = 131049 // per-user marketing limit; asynchronous only
+	codeStoppedMarketing = 131050 // the recipient stopped marketing messages; asynchronous here
+	codeUnsupported      = 131051
+	codeNotMarketing     = 131055 // Marketing Messages API: not a marketing template
+	codePairLimited      = 131056
+	codeMarketingOff     = 131063 // marketing templates disabled on Cloud API for the WABA
+	codeParamCount       = 132000
+	codeNoTemplate       = 132001 // HTTP 404
+	codeTooLong          = 132005 // hydrated text too long
+	codeParamFormat      = 132012 // parameter type does not match the template's
+	codePaused           = 132015
+	codeDisabled         = 132016
+	codeParamIssue       = 132018 // new line, tab, 5 spaces; codes over 15 characters
+	codeSyncing          = 134101 // Marketing Messages API: template still syncing
+	codeMMUnavailable    = 134102 // Marketing Messages API: not onboarded or template not eligible (HTTP 500)
 )
 
 // knownCodes lists every code an answer can carry, so Stats can keep one
@@ -254,10 +255,64 @@ type whChange struct {
 	Field string  `json:"field"`
 }
 
+// whValue is a change's value: statuses, or what a recipient sent
+// (contacts and messages), or a preference they set (contacts and
+// user_preferences).
 type whValue struct {
-	MessagingProduct string     `json:"messaging_product"`
-	Metadata         whMetadata `json:"metadata"`
-	Statuses         []whStatus `json:"statuses"`
+	MessagingProduct string         `json:"messaging_product"`
+	Metadata         whMetadata     `json:"metadata"`
+	Contacts         []whContact    `json:"contacts,omitempty"`
+	Messages         []whMessage    `json:"messages,omitempty"`
+	UserPreferences  []whPreference `json:"user_preferences,omitempty"`
+	Statuses         []whStatus     `json:"statuses,omitempty"`
+}
+
+// Incoming message shapes (Meta's messages webhook reference, OpenAPI
+// IncomingMessageValueGeneral, TextMessage_2 and ButtonMessage) and the
+// user_preferences webhook's (Meta's user_preferences webhook reference:
+// its timestamp is a number, not a string as elsewhere).
+
+type whContact struct {
+	Profile whProfile `json:"profile"`
+	WaID    string    `json:"wa_id"`
+}
+
+type whProfile struct {
+	Name string `json:"name"`
+}
+
+type whMessage struct {
+	Context   *whContext `json:"context,omitempty"`
+	From      string     `json:"from"`
+	ID        string     `json:"id"`
+	Timestamp string     `json:"timestamp"`
+	Type      string     `json:"type"`
+	Text      *whText    `json:"text,omitempty"`
+	Button    *whButton  `json:"button,omitempty"`
+}
+
+// whContext is the message a button reply answers: its wamid, and the
+// business number it came from.
+type whContext struct {
+	From string `json:"from"`
+	ID   string `json:"id"`
+}
+
+type whText struct {
+	Body string `json:"body"`
+}
+
+type whButton struct {
+	Payload string `json:"payload"`
+	Text    string `json:"text"`
+}
+
+type whPreference struct {
+	WaID      string `json:"wa_id"`
+	Detail    string `json:"detail"`
+	Category  string `json:"category"`
+	Value     string `json:"value"`
+	Timestamp int64  `json:"timestamp"`
 }
 
 type whMetadata struct {
@@ -321,6 +376,14 @@ var asyncErrors = map[int]whError{
 		Title:     "Message undeliverable",
 		Message:   "Message undeliverable",
 		ErrorData: whErrorData{Details: "Message Undeliverable."},
+		Href:      errorHref,
+	},
+	// Meta's error codes page: "Do not retry".
+	codeStoppedMarketing: {
+		Code:      codeStoppedMarketing,
+		Title:     "Unable to deliver the message. This recipient has chosen to stop receiving marketing messages on WhatsApp from your business.",
+		Message:   "Unable to deliver the message. This recipient has chosen to stop receiving marketing messages on WhatsApp from your business.",
+		ErrorData: whErrorData{Details: "The recipient stopped marketing messages from this business."},
 		Href:      errorHref,
 	},
 	// A held message dropped because its template was paused during

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"maps"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -17,7 +19,7 @@ func seeds() []string {
 	var b bytes.Buffer
 	genLog(&b, 3)
 	s := strings.Split(strings.TrimSpace(b.String()), "\n")
-	return append(s,
+	s = append(s,
 		hook(st("w1", "sent"), st("w2", "read")),
 		hook(st("w1", "failed", `"errors":[null,{"code":131026,"title":"t"}]`)),
 		hook(`{"\u0069d":"wamid.\u0041B\"C","status":"se\u006et","timestamp":"\u0031750030073","biz_opaque_callback_data":"\ud83d\ude00 \ud800 caf\u00e9"}`),
@@ -31,7 +33,18 @@ func seeds() []string {
 		incoming, templateUpdate, errorsOnly,
 		`{"x":[[[{"a":[true,false,null,-1.5e-3,0,"]}\"{"]}]]],"entry":[]}`,
 		"hello", "{", `{"entry":[]} {}`, `[1,{"a":"]"},]`, "\xef\xbb\xbf"+hook(st("w", "read")),
+		`{"entry":[{"changes":[{"value":{"messages":[{"from":1,"id":"m","type":"interactive","interactive":{"type":"x","list_reply":{"id":"a"}}},5],`+
+			`"user_preferences":[{"wa_id":"1","value":"stop","timestamp":"1"},[]],"messages":null},"field":"messages"},`+
+			`{"field":"message_template_quality_update","value":{"new_quality_score":"RED","message_template_id":-0.5e1}}]}]}`,
 	)
+	for _, name := range []string{openapi, docs} {
+		b, err := os.ReadFile(corpus(name))
+		if err != nil {
+			panic(err)
+		}
+		s = append(s, strings.Split(strings.TrimSpace(string(b)), "\n")...)
+	}
+	return s
 }
 
 // maxFuzz bounds fuzz inputs: the mutator grows them towards 100 MB, which
@@ -131,8 +144,22 @@ func checkReader(t *testing.T, in []byte) ([]Status, Counts) {
 		}
 	}
 	got1, c1, err := readAll(NewReader(&chunkReader{b: in}))
-	if err != nil || !slices.Equal(got, got1) || !equalCounts(c, c1) || c1.TextLines != c.TextLines {
+	if err != nil || !slices.Equal(got, got1) || !equalCounts(c, c1) || c1.TextLines != c.TextLines || !maps.Equal(c.Kinds, c1.Kinds) || c.Dropped != c1.Dropped {
 		t.Fatalf("in small chunks: %v\n %v %+v\nwant %v %+v", err, got1, c1, got, c)
+	}
+	// What is handed out besides statuses does not change what is read,
+	// nor how the log is cut into reads.
+	got2, o, _, err := readOthers(NewReader(bytes.NewReader(in)))
+	_, o1, _, err1 := readOthers(NewReader(&chunkReader{b: in}))
+	if err != nil || err1 != nil || !slices.Equal(got, got2) || !equalOthers(o, o1) || !maps.Equal(o.Kinds, c.Kinds) || o.Dropped != c.Dropped {
+		t.Fatalf("handing out others: %v %v\n %+v\n %+v\n counts %+v", err, err1, o, o1, c)
+	}
+	var changes int64
+	for _, n := range o.Kinds {
+		changes += n
+	}
+	if c.Bodies > 0 && o.Kinds["statuses"]+o.Kinds["messages"] == 0 || changes < c.Bodies || int64(len(o.In)+len(o.Pref)+len(o.Tmpl)) > 0 && c.Bodies+c.NotStatus == 0 {
+		t.Fatalf("kinds %v do not fit counts %+v", o.Kinds, c)
 	}
 	return got, c
 }
@@ -228,8 +255,17 @@ func checkForms(t *testing.T, recs [][]byte) {
 	for _, fm := range forms {
 		var want []Status
 		var wc Counts
+		wo := others{Kinds: map[string]int64{}}
 		for i, rec := range recs {
 			k, sts := refParse(rec, fm.nums[i])
+			if k != kindInvalid {
+				o := refOther(rec, fm.nums[i])
+				wo.In, wo.Pref, wo.Tmpl = append(wo.In, o.In...), append(wo.Pref, o.Pref...), append(wo.Tmpl, o.Tmpl...)
+				wo.Order, wo.Dropped = append(wo.Order, o.Order...), wo.Dropped+o.Dropped
+				for k, n := range o.Kinds {
+					wo.Kinds[k] += n
+				}
+			}
 			wc.Lines++
 			switch k {
 			case kindStatus:
@@ -251,6 +287,9 @@ func checkForms(t *testing.T, recs [][]byte) {
 		got, c := checkReader(t, fm.log)
 		if !slices.Equal(got, want) || !equalCounts(c, wc) {
 			t.Fatalf("%s: reader and reference differ:\n got %v %+v\nwant %v %+v\nlog %q", fm.name, got, c, want, wc, fm.log)
+		}
+		if _, o, _, _ := readOthers(NewReader(bytes.NewReader(fm.log))); !equalOthers(o, wo) {
+			t.Fatalf("%s: reader and reference differ besides statuses:\n got %+v\nwant %+v\nlog %q", fm.name, o, wo, fm.log)
 		}
 	}
 }
@@ -316,10 +355,35 @@ func FuzzParse(f *testing.F) {
 		if k == kindStatus && !slices.Equal(s.out, want) {
 			t.Fatalf("parse found\n %v\nreference\n %v\n%q", s.out, want, rec)
 		}
+		if k != kindInvalid {
+			if got, want := scanned(&s), refOther(rec, 7); !equalOthers(got, want) {
+				t.Fatalf("parse found besides statuses\n %+v\nreference\n %+v\n%q", got, want, rec)
+			}
+		}
 		for _, st := range s.out {
 			checkReconcile(t, st)
 		}
 	})
+}
+
+// scanned is what s found besides statuses in the record it parsed.
+func scanned(s *scanner) others {
+	o := others{Kinds: map[string]int64{}, Dropped: s.dropped}
+	for _, k := range s.kinds {
+		o.Kinds[k]++
+	}
+	for _, it := range s.others {
+		o.Order = append(o.Order, it.what)
+		switch it.what {
+		case itemInbound:
+			o.In = append(o.In, it.in)
+		case itemPreference:
+			o.Pref = append(o.Pref, it.pref)
+		case itemTemplate:
+			o.Tmpl = append(o.Tmpl, it.tmpl)
+		}
+	}
+	return o
 }
 
 // checkReconcile checks what reconcile reads of st: its pricing, billable

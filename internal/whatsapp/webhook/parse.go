@@ -48,6 +48,28 @@ type scanner struct {
 	tmp  []byte   // scratch for unescaped strings
 	strs []byte   // the strings of the status being decoded
 	pnid string   // last phone_number_id, reused to save an allocation
+
+	// What the record holds besides statuses (other.go). Like out, they are
+	// the Reader's only once the record is known to be valid.
+	others  []item       // inbound messages, preferences and template updates, in order
+	kinds   []string     // the kind of each change (see Counts.Kinds)
+	dropped int64        // malformed parts left out (see Counts.Dropped)
+	prefs   []Preference // the value being decoded's user_preferences, until its end
+}
+
+// mark is where the scanner's outputs stood, so that a repeated key can take
+// back what its earlier value added: the last one wins, as in encoding/json.
+type mark struct {
+	out, others, kinds int
+	dropped            int64
+}
+
+func (s *scanner) mark() mark {
+	return mark{len(s.out), len(s.others), len(s.kinds), s.dropped}
+}
+
+func (s *scanner) reset(m mark) {
+	s.out, s.others, s.kinds, s.dropped = s.out[:m.out], s.others[:m.others], s.kinds[:m.kinds], m.dropped
 }
 
 // parse decodes rec, which must be one JSON value with nothing but
@@ -67,7 +89,7 @@ func (s *scanner) parse(rec []byte, line int) kind {
 // line that holds more. A syntax error sets s.syntax.
 func (s *scanner) decode(data []byte, line int) kind {
 	s.data, s.i, s.depth, s.syntax, s.why, s.line = data, 0, 0, false, "", line
-	s.out = s.out[:0]
+	s.reset(mark{})
 	var good bool
 	if s.peek() == '{' {
 		good = s.body()
@@ -504,7 +526,7 @@ func (s *scanner) body() bool {
 			s.skip()
 			continue
 		}
-		s.out = s.out[:0]
+		s.reset(mark{})
 		switch s.peek() {
 		case 'n':
 			s.null()
@@ -560,7 +582,7 @@ func (s *scanner) object(fn func() bool) bool {
 	return false
 }
 
-// array is object for arrays of objects.
+// array is object for arrays of objects, each decoded by elem.
 func (s *scanner) array(elem func() bool) bool {
 	switch s.peek() {
 	case 'n':
@@ -576,7 +598,7 @@ func (s *scanner) array(elem func() bool) bool {
 
 // entry decodes one entry[] object.
 func (s *scanner) entry() bool {
-	base := len(s.out)
+	base := s.mark()
 	s.enter()
 	good := true
 	for more := s.first('}'); more; more = s.next('}') {
@@ -586,33 +608,48 @@ func (s *scanner) entry() bool {
 			s.skip()
 			continue
 		}
-		s.out = s.out[:base]
+		s.reset(base)
 		good = s.array(s.change)
 	}
 	return good
 }
 
-// change decodes one changes[] object.
+// change decodes one changes[] object, and notes its kind and any
+// template update once both its value and its field are read.
 func (s *scanner) change() bool {
-	base := len(s.out)
+	base := s.mark()
 	s.enter()
 	good := true
+	var field string
+	var v otherValue
 	for more := s.first('}'); more; more = s.next('}') {
-		if k := s.key(); s.syntax {
+		k := s.key()
+		if s.syntax {
 			break
-		} else if string(k) != "value" {
-			s.skip()
-			continue
 		}
-		s.out = s.out[:base]
-		good = s.object(s.value)
+		switch string(k) {
+		case "value":
+			s.reset(base)
+			v = otherValue{}
+			good = s.object(func() bool { return s.value(&v) })
+		case "field":
+			field = s.field()
+		default:
+			s.skip()
+		}
 	}
+	if s.syntax {
+		return false
+	}
+	s.endChange(base, field, &v)
 	return good
 }
 
-// value decodes a change's value object.
-func (s *scanner) value() bool {
-	base := len(s.out)
+// value decodes a change's value object into s.out and s.others, and
+// what a template update's value holds into v.
+func (s *scanner) value(v *otherValue) bool {
+	base := s.mark()
+	s.prefs = s.prefs[:0]
 	s.enter()
 	pnid := ""
 	metaGood, statusesGood := true, true
@@ -623,7 +660,7 @@ func (s *scanner) value() bool {
 		}
 		switch string(k) {
 		case "statuses":
-			s.out = s.out[:base]
+			s.out = s.out[:base.out]
 			statusesGood = s.array(s.status)
 		case "metadata":
 			pnid = ""
@@ -639,12 +676,13 @@ func (s *scanner) value() bool {
 				s.bad(whyShape)
 			}
 		default:
-			s.skip()
+			s.otherMember(k, base, v)
 		}
 	}
-	for i := base; i < len(s.out); i++ {
+	for i := base.out; i < len(s.out); i++ {
 		s.out[i].PhoneNumberID = pnid
 	}
+	s.endValue(base, pnid, v)
 	return metaGood && statusesGood
 }
 

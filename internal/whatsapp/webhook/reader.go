@@ -1,4 +1,4 @@
-// Package webhook reads exported logs of WhatsApp Cloud API status webhooks.
+// Package webhook reads exported logs of WhatsApp Cloud API webhooks.
 //
 // An operator's webhook receiver logs each POST body Meta sends; `bulksend
 // reconcile` reads that log to settle rows whose send outcome is unknown and
@@ -7,7 +7,9 @@
 // `jq .` writes them), bodies one after the other with nothing between
 // them, JSON arrays of bodies, or a mix of these. Open makes gzip and stdin
 // transparent, and a Reader turns the bodies into one Status per
-// statuses[] entry, in constant memory however large the log.
+// statuses[] entry, in constant memory however large the log; what else
+// the bodies hold (inbound messages, marketing preferences, template
+// updates) it hands to the functions of an Other, and counts by kind.
 //
 // The package decodes the few fields it needs with its own small JSON
 // scanner instead of encoding/json, which is about ten times slower on
@@ -20,6 +22,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"maps"
 	"time"
 )
 
@@ -73,6 +76,18 @@ type Counts struct {
 
 	FirstInvalid   []int // numbers (as Status.Line) of the first few invalid records
 	FirstNotStatus []int // numbers (as Status.Line) of the first few bodies without statuses
+
+	// Kinds counts the changes (entry[].changes[]) of valid records by
+	// kind: a change that holds an inbound message is "messages", one that
+	// holds statuses and no inbound message "statuses", and any other its
+	// field ("user_preferences", "message_template_status_update",
+	// "account_update", "messages" for an errors-only change, …; "" when
+	// it has no field string). nil until a change is counted.
+	Kinds map[string]int64
+	// Dropped counts the inbound messages, user_preferences entries and
+	// template updates of valid records that were not handed to Other
+	// because they are malformed (see Reader).
+	Dropped int64
 }
 
 type mode uint8
@@ -151,6 +166,18 @@ const (
 // wins, as in encoding/json. Unknown fields, whatever their content, are
 // skipped.
 //
+// Besides statuses. A valid record's changes are counted by kind
+// (Counts.Kinds) and what they hold besides statuses is handed to the
+// functions of SetOther: the inbound messages of value.messages[], the
+// entries of value.user_preferences[], and the value of a change whose
+// field is message_template_status_update or message_template_quality_update.
+// None of it decides whether a record is valid, so a malformed part never
+// costs a body its statuses: a message needs a "from", a preference a
+// "wa_id" and a "value", a template update a name or an id (strings, or
+// numbers taken as their digits), or it is dropped and counted in
+// Counts.Dropped; any other member of the wrong type reads as absent. An
+// invalid record hands out nothing, as it returns no status.
+//
 // A Reader is not safe for concurrent use. Its zero value is not usable:
 // create one with NewReader.
 type Reader struct {
@@ -179,6 +206,9 @@ type Reader struct {
 	pos    int   // next status of sc.out to return
 	err    error // sticky: io.EOF or the read error
 	counts Counts
+
+	other         Other // where deliver hands what is not a status
+	statusChanges int64 // Counts.Kinds["statuses"], kept out of the map
 }
 
 // NewReader returns a Reader that reads the webhook log r. The log must not
@@ -215,6 +245,13 @@ func (r *Reader) Counts() Counts {
 	c := r.counts
 	c.FirstInvalid = append([]int(nil), c.FirstInvalid...)
 	c.FirstNotStatus = append([]int(nil), c.FirstNotStatus...)
+	c.Kinds = maps.Clone(c.Kinds)
+	if r.statusChanges > 0 {
+		if c.Kinds == nil {
+			c.Kinds = make(map[string]int64)
+		}
+		c.Kinds[kindStatuses] += r.statusChanges
+	}
 	c.Bytes = r.off + int64(r.r)
 	c.TextLines = int64(r.line - 1)
 	last := r.prev
@@ -637,12 +674,16 @@ func (r *Reader) restOfLine() (n int, ok bool) {
 	}
 }
 
-// finish counts a decoded record.
+// finish counts a decoded record and hands out what it holds besides
+// statuses.
 func (r *Reader) finish(k kind, line int) {
 	if k != kindStatus {
 		r.sc.out = r.sc.out[:0]
 	}
 	r.count(k, line)
+	if k != kindInvalid {
+		r.deliver()
+	}
 }
 
 func (r *Reader) count(k kind, line int) {

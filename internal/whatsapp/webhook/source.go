@@ -17,7 +17,7 @@ func (s source) Next() (reconcile.Status, error) {
 
 func (s source) Counts() reconcile.SourceCounts {
 	c := s.r.Counts()
-	return reconcile.SourceCounts{Statuses: c.Statuses, Invalid: c.Invalid, NotStatus: c.NotStatus, FirstInvalid: c.FirstInvalid}
+	return reconcile.SourceCounts{Statuses: c.Statuses, Invalid: c.Invalid, NotStatus: c.NotStatus, FirstInvalid: c.FirstInvalid, Kinds: c.Kinds}
 }
 
 // codeMarketingCap is WhatsApp's error code for a message not delivered
