@@ -7,12 +7,24 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/bulksend/bulksend/internal/listen"
+	"github.com/bulksend/bulksend/internal/sms/snsreceive"
+	"github.com/bulksend/bulksend/internal/sms/snsverify"
 	"github.com/bulksend/bulksend/internal/whatsapp/receive"
+)
+
+// For tests (script_test.go), which alone set them: snsTrust makes the
+// verifier trust the test's own SNS certificate (snsverify.Trust refuses
+// outside a test binary anyway), snsClient carries the subscription
+// confirmations' GETs to a server of the test's instead of AWS.
+var (
+	snsTrust  func(*snsverify.Verifier) error
+	snsClient *http.Client
 )
 
 // secretFileMax bounds a secret file: a verify token or an app secret is
@@ -26,13 +38,14 @@ type receiveOptions struct {
 	dir             string
 	rotateSize      int64
 	tlsCert, tlsKey string
+	snsTopics       []string
 }
 
 func newReceiveCmd(ios *IO, logger func() (*slog.Logger, error)) *cobra.Command {
 	o := &receiveOptions{}
 	cmd := &cobra.Command{
-		Use:   "receive --listen ADDR --verify-token-file F --app-secret-file F --log DIR",
-		Short: "Receive Meta's webhooks: verify each signature and keep every body durably for reconcile",
+		Use:   "receive --listen ADDR --log DIR [--verify-token-file F --app-secret-file F] [--sns-topic-arn ARN…]",
+		Short: "Receive Meta's webhooks and SNS's SMS events: verify each signature and keep every body durably for reconcile",
 		Long: `Receive answers Meta's webhook handshake (GET hub.mode=subscribe with your
 verify token) and takes its POSTs: each body's X-Hub-Signature-256 is
 checked in constant time over the raw bytes with the app secret (missing:
@@ -43,6 +56,17 @@ The log rotates daily (and with --rotate-size by size), the closed files
 gzipped; reconcile reads the folder as it is:
 
   bulksend reconcile CAMPAIGN.csv DIR
+
+With --sns-topic-arn (repeatable) it is also an Amazon SNS HTTPS
+endpoint for those topics (the configuration set's SMS events, a two-way
+number's inbound messages): a POST with an x-amz-sns-message-type header
+is SNS's. Each message's signature is verified (SignatureVersion 1 or 2,
+the certificate fetched only from https://sns.<region>.amazonaws.com/);
+a subscription is confirmed (its SubscribeURL, on SNS's domain, fetched)
+only for a topic named; unsigned or wrongly signed messages, and those
+of other topics, are refused and counted; each notification is kept in
+the same log before its 200. Without the Meta flags it receives SNS
+alone.
 
 Secrets are read from files, never flags. It listens on --listen until
 interrupted (it prints its counts as JSON on stdout then); put it behind
@@ -64,6 +88,7 @@ a TLS proxy (Caddy) or a tunnel, or give --tls-cert and --tls-key.`,
 	f.Int64Var(&o.rotateSize, "rotate-size", 0, "also start a new log file past this many bytes (default: daily only)")
 	f.StringVar(&o.tlsCert, "tls-cert", "", "serve HTTPS with this certificate (PEM), with --tls-key")
 	f.StringVar(&o.tlsKey, "tls-key", "", "the certificate's private key (PEM)")
+	f.StringArrayVar(&o.snsTopics, "sns-topic-arn", nil, "also take SNS's HTTPS POSTs of this topic (repeatable): arn:aws:sns:REGION:ACCOUNT:NAME")
 	return cmd
 }
 
@@ -77,13 +102,16 @@ func readSecretFile(flag, path string) (string, error) {
 }
 
 func runReceive(ctx context.Context, ios *IO, o *receiveOptions, log *slog.Logger) error {
-	token, err := readSecretFile("verify-token-file", o.verifyTokenFile)
-	if err != nil {
-		return err
-	}
-	secret, err := readSecretFile("app-secret-file", o.appSecretFile)
-	if err != nil {
-		return err
+	meta := o.verifyTokenFile != "" || o.appSecretFile != "" || len(o.snsTopics) == 0
+	var token, secret string
+	if meta {
+		var err error
+		if token, err = readSecretFile("verify-token-file", o.verifyTokenFile); err != nil {
+			return err
+		}
+		if secret, err = readSecretFile("app-secret-file", o.appSecretFile); err != nil {
+			return err
+		}
 	}
 	if o.dir == "" {
 		return usagef("", "--log DIR is required: the folder the webhook bodies are kept in")
@@ -91,10 +119,38 @@ func runReceive(ctx context.Context, ios *IO, o *receiveOptions, log *slog.Logge
 	if (o.tlsCert == "") != (o.tlsKey == "") {
 		return usagef("", "--tls-cert and --tls-key go together")
 	}
+	for _, arn := range o.snsTopics {
+		if _, err := snsreceive.Region(arn); err != nil {
+			return usagef("the ARN is on the topic's page in the SNS console", "--sns-topic-arn: %w", err)
+		}
+	}
 	r, err := receive.New(receive.Config{VerifyToken: token, AppSecret: []byte(secret), Dir: o.dir,
-		Rotate: receive.RotatePolicy{Size: o.rotateSize}, Log: log})
+		Rotate: receive.RotatePolicy{Size: o.rotateSize}, Log: log, NoWebhooks: !meta})
 	if err != nil {
 		return usagef("", "receive: %w", err)
+	}
+	var handler http.Handler = r
+	var sns *snsreceive.Handler
+	if len(o.snsTopics) > 0 {
+		v := snsverify.New(snsverify.Options{})
+		if snsTrust != nil {
+			if err := snsTrust(v); err != nil {
+				r.Close()
+				return err
+			}
+		}
+		sns, err = snsreceive.New(snsreceive.Config{Topics: o.snsTopics, Verifier: v, Keeper: r, Client: snsClient, Log: log.With("front", "sns")})
+		if err != nil {
+			r.Close()
+			return usagef("", "receive: %w", err)
+		}
+		handler = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+			if req.Header.Get(snsreceive.TypeHeader) != "" {
+				sns.ServeHTTP(w, req)
+				return
+			}
+			r.ServeHTTP(w, req)
+		})
 	}
 	l, err := net.Listen("tcp", o.listen)
 	if err != nil {
@@ -111,7 +167,7 @@ func runReceive(ctx context.Context, ios *IO, o *receiveOptions, log *slog.Logge
 		}
 		l, scheme = tls.NewListener(l, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}), "https"
 	}
-	hs := listen.New(l, r, receive.Limits, log.With("listener", "receive"))
+	hs := listen.New(l, handler, receive.Limits, log.With("listener", "receive"))
 	fmt.Fprintf(ios.Err, "bulksend: receiving webhooks at %s://%s/ ; keeping them in %s\n", scheme, l.Addr(), esc(o.dir))
 	ctx, stop := signalContext(ctx, ios, log, receiveInterrupt)
 	defer stop()
@@ -129,7 +185,23 @@ func runReceive(ctx context.Context, ios *IO, o *receiveOptions, log *slog.Logge
 	if serveErr != nil {
 		return fmt.Errorf("receive: %w", serveErr)
 	}
+	return printReceiveStats(ios, r.Stats(), sns)
+}
+
+// receiveStats are what receive prints when it stops: the WhatsApp
+// receiver's counts as they were, and the other front ends' beside them.
+type receiveStats struct {
+	receive.Stats
+	SNS *snsreceive.Stats `json:"sns,omitempty"`
+}
+
+func printReceiveStats(ios *IO, st receive.Stats, sns *snsreceive.Handler) error {
+	out := receiveStats{Stats: st}
+	if sns != nil {
+		s := sns.Stats()
+		out.SNS = &s
+	}
 	enc := json.NewEncoder(ios.Out)
 	enc.SetIndent("", "  ")
-	return enc.Encode(r.Stats())
+	return enc.Encode(out)
 }
