@@ -13,6 +13,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/bulksend/bulksend/internal/listen"
+	"github.com/bulksend/bulksend/internal/sms"
+	"github.com/bulksend/bulksend/internal/sms/smsqueue"
 	"github.com/bulksend/bulksend/internal/sms/snsreceive"
 	"github.com/bulksend/bulksend/internal/sms/snsverify"
 	"github.com/bulksend/bulksend/internal/whatsapp/receive"
@@ -39,6 +41,7 @@ type receiveOptions struct {
 	rotateSize      int64
 	tlsCert, tlsKey string
 	snsTopics       []string
+	sqsQueueURL     string
 }
 
 func newReceiveCmd(ios *IO, logger func() (*slog.Logger, error)) *cobra.Command {
@@ -68,6 +71,14 @@ of other topics, are refused and counted; each notification is kept in
 the same log before its 200. Without the Meta flags it receives SNS
 alone.
 
+With --sqs-queue-url it also long-polls an SQS queue subscribed to
+those topics (no public endpoint needed; AWS keeps its messages for
+days while the receiver is away), with credentials from the standard AWS
+chain as for sending. Each message is kept in the same log before it is
+deleted from the queue: after a crash between the two it comes again and
+is kept again, which reconcile applies once. Without the Meta flags and
+--sns-topic-arn it listens on nothing and polls alone.
+
 Secrets are read from files, never flags. It listens on --listen until
 interrupted (it prints its counts as JSON on stdout then); put it behind
 a TLS proxy (Caddy) or a tunnel, or give --tls-cert and --tls-key.`,
@@ -89,6 +100,7 @@ a TLS proxy (Caddy) or a tunnel, or give --tls-cert and --tls-key.`,
 	f.StringVar(&o.tlsCert, "tls-cert", "", "serve HTTPS with this certificate (PEM), with --tls-key")
 	f.StringVar(&o.tlsKey, "tls-key", "", "the certificate's private key (PEM)")
 	f.StringArrayVar(&o.snsTopics, "sns-topic-arn", nil, "also take SNS's HTTPS POSTs of this topic (repeatable): arn:aws:sns:REGION:ACCOUNT:NAME")
+	f.StringVar(&o.sqsQueueURL, "sqs-queue-url", "", "also long-poll this SQS queue (https://sqs.REGION.amazonaws.com/ACCOUNT/NAME) and keep its messages")
 	return cmd
 }
 
@@ -102,7 +114,8 @@ func readSecretFile(flag, path string) (string, error) {
 }
 
 func runReceive(ctx context.Context, ios *IO, o *receiveOptions, log *slog.Logger) error {
-	meta := o.verifyTokenFile != "" || o.appSecretFile != "" || len(o.snsTopics) == 0
+	meta := o.verifyTokenFile != "" || o.appSecretFile != "" || len(o.snsTopics) == 0 && o.sqsQueueURL == ""
+	listens := meta || len(o.snsTopics) > 0
 	var token, secret string
 	if meta {
 		var err error
@@ -152,6 +165,18 @@ func runReceive(ctx context.Context, ios *IO, o *receiveOptions, log *slog.Logge
 			r.ServeHTTP(w, req)
 		})
 	}
+	var poller *smsqueue.Poller
+	if o.sqsQueueURL != "" {
+		q, err := sms.NewQueue(ctx, o.sqsQueueURL, sms.Options{})
+		if err != nil {
+			r.Close()
+			return usagef("", "--sqs-queue-url: %w", err)
+		}
+		poller = smsqueue.New(smsqueue.Config{Queue: q, Keeper: r, Log: log.With("front", "sqs")})
+	}
+	if !listens {
+		return receiveQueue(ctx, ios, o, r, poller, log)
+	}
 	l, err := net.Listen("tcp", o.listen)
 	if err != nil {
 		r.Close()
@@ -173,19 +198,47 @@ func runReceive(ctx context.Context, ios *IO, o *receiveOptions, log *slog.Logge
 	defer stop()
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve() }()
+	pctx, stopPolling := context.WithCancel(ctx)
+	polled := startPoller(pctx, poller)
 	var serveErr error
 	select {
 	case <-ctx.Done():
 	case serveErr = <-served:
 	}
+	stopPolling()
 	hs.Close()
+	<-polled
 	if err := r.Close(); err != nil {
 		return fmt.Errorf("receive: %w", err)
 	}
 	if serveErr != nil {
 		return fmt.Errorf("receive: %w", serveErr)
 	}
-	return printReceiveStats(ios, r.Stats(), sns)
+	return printReceiveStats(ios, r.Stats(), sns, poller)
+}
+
+// startPoller runs p (if any) until ctx ends; the channel is closed when
+// it has returned.
+func startPoller(ctx context.Context, p *smsqueue.Poller) <-chan struct{} {
+	done := make(chan struct{})
+	if p == nil {
+		close(done)
+		return done
+	}
+	go func() { defer close(done); p.Run(ctx) }()
+	return done
+}
+
+// receiveQueue polls the queue alone, until interrupted.
+func receiveQueue(ctx context.Context, ios *IO, o *receiveOptions, r *receive.Receiver, p *smsqueue.Poller, log *slog.Logger) error {
+	fmt.Fprintf(ios.Err, "bulksend: polling %s ; keeping its messages in %s\n", esc(o.sqsQueueURL), esc(o.dir))
+	ctx, stop := signalContext(ctx, ios, log, receiveInterrupt)
+	defer stop()
+	<-startPoller(ctx, p)
+	if err := r.Close(); err != nil {
+		return fmt.Errorf("receive: %w", err)
+	}
+	return printReceiveStats(ios, r.Stats(), nil, p)
 }
 
 // receiveStats are what receive prints when it stops: the WhatsApp
@@ -193,13 +246,18 @@ func runReceive(ctx context.Context, ios *IO, o *receiveOptions, log *slog.Logge
 type receiveStats struct {
 	receive.Stats
 	SNS *snsreceive.Stats `json:"sns,omitempty"`
+	SQS *smsqueue.Stats   `json:"sqs,omitempty"`
 }
 
-func printReceiveStats(ios *IO, st receive.Stats, sns *snsreceive.Handler) error {
+func printReceiveStats(ios *IO, st receive.Stats, sns *snsreceive.Handler, q *smsqueue.Poller) error {
 	out := receiveStats{Stats: st}
 	if sns != nil {
 		s := sns.Stats()
 		out.SNS = &s
+	}
+	if q != nil {
+		s := q.Stats()
+		out.SQS = &s
 	}
 	enc := json.NewEncoder(ios.Out)
 	enc.SetIndent("", "  ")
