@@ -144,6 +144,9 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzLimiter$$' -fuzztime $(FUZZTIME) ./internal/csvin
 	$(GO) test -run '^$$' -fuzz '^FuzzScanner$$' -fuzztime $(FUZZTIME) ./internal/sms/smsevent
 	$(GO) test -run '^$$' -fuzz '^FuzzPrefix$$' -fuzztime $(FUZZTIME) ./internal/sms/smsevent
+	$(GO) test -run '^$$' -fuzz '^FuzzParseInbound$$' -fuzztime $(FUZZTIME) ./internal/sms/smsevent
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./internal/sms/snsverify
+	$(GO) test -run '^$$' -fuzz '^FuzzCheckCertURL$$' -fuzztime $(FUZZTIME) ./internal/sms/snsverify
 	$(GO) test -run '^$$' -fuzz '^FuzzCheckIdentity$$' -fuzztime $(FUZZTIME) ./internal/sms
 	$(GO) test -run '^$$' -fuzz '^FuzzCheckSender$$' -fuzztime $(FUZZTIME) ./internal/whatsapp
 	$(GO) test -run '^$$' -fuzz '^FuzzEscape$$' -fuzztime $(FUZZTIME) ./internal/termtext

@@ -7,12 +7,26 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/bulksend/bulksend/internal/listen"
+	"github.com/bulksend/bulksend/internal/sms"
+	"github.com/bulksend/bulksend/internal/sms/smsqueue"
+	"github.com/bulksend/bulksend/internal/sms/snsreceive"
+	"github.com/bulksend/bulksend/internal/sms/snsverify"
 	"github.com/bulksend/bulksend/internal/whatsapp/receive"
+)
+
+// For tests (script_test.go), which alone set them: snsTrust makes the
+// verifier trust the test's own SNS certificate (snsverify.Trust refuses
+// outside a test binary anyway), snsClient carries the subscription
+// confirmations' GETs to a server of the test's instead of AWS.
+var (
+	snsTrust  func(*snsverify.Verifier) error
+	snsClient *http.Client
 )
 
 // secretFileMax bounds a secret file: a verify token or an app secret is
@@ -26,13 +40,15 @@ type receiveOptions struct {
 	dir             string
 	rotateSize      int64
 	tlsCert, tlsKey string
+	snsTopics       []string
+	sqsQueueURL     string
 }
 
 func newReceiveCmd(ios *IO, logger func() (*slog.Logger, error)) *cobra.Command {
 	o := &receiveOptions{}
 	cmd := &cobra.Command{
-		Use:   "receive --listen ADDR --verify-token-file F --app-secret-file F --log DIR",
-		Short: "Receive Meta's webhooks: verify each signature and keep every body durably for reconcile",
+		Use:   "receive --listen ADDR --log DIR [--verify-token-file F --app-secret-file F] [--sns-topic-arn ARN…]",
+		Short: "Receive Meta's webhooks and SNS's SMS events: verify each signature and keep every body durably for reconcile",
 		Long: `Receive answers Meta's webhook handshake (GET hub.mode=subscribe with your
 verify token) and takes its POSTs: each body's X-Hub-Signature-256 is
 checked in constant time over the raw bytes with the app secret (missing:
@@ -43,6 +59,25 @@ The log rotates daily (and with --rotate-size by size), the closed files
 gzipped; reconcile reads the folder as it is:
 
   bulksend reconcile CAMPAIGN.csv DIR
+
+With --sns-topic-arn (repeatable) it is also an Amazon SNS HTTPS
+endpoint for those topics (the configuration set's SMS events, a two-way
+number's inbound messages): a POST with an x-amz-sns-message-type header
+is SNS's. Each message's signature is verified (SignatureVersion 1 or 2,
+the certificate fetched only from https://sns.<region>.amazonaws.com/);
+a subscription is confirmed (its SubscribeURL, on SNS's domain, fetched)
+only for a topic named; unsigned or wrongly signed messages, and those
+of other topics, are refused and counted; each notification is kept in
+the same log before its 200. Without the Meta flags it receives SNS
+alone.
+
+With --sqs-queue-url it also long-polls an SQS queue subscribed to
+those topics (no public endpoint needed; AWS keeps its messages for
+days while the receiver is away), with credentials from the standard AWS
+chain as for sending. Each message is kept in the same log before it is
+deleted from the queue: after a crash between the two it comes again and
+is kept again, which reconcile applies once. Without the Meta flags and
+--sns-topic-arn it listens on nothing and polls alone.
 
 Secrets are read from files, never flags. It listens on --listen until
 interrupted (it prints its counts as JSON on stdout then); put it behind
@@ -64,6 +99,8 @@ a TLS proxy (Caddy) or a tunnel, or give --tls-cert and --tls-key.`,
 	f.Int64Var(&o.rotateSize, "rotate-size", 0, "also start a new log file past this many bytes (default: daily only)")
 	f.StringVar(&o.tlsCert, "tls-cert", "", "serve HTTPS with this certificate (PEM), with --tls-key")
 	f.StringVar(&o.tlsKey, "tls-key", "", "the certificate's private key (PEM)")
+	f.StringArrayVar(&o.snsTopics, "sns-topic-arn", nil, "also take SNS's HTTPS POSTs of this topic (repeatable): arn:aws:sns:REGION:ACCOUNT:NAME")
+	f.StringVar(&o.sqsQueueURL, "sqs-queue-url", "", "also long-poll this SQS queue (https://sqs.REGION.amazonaws.com/ACCOUNT/NAME) and keep its messages")
 	return cmd
 }
 
@@ -77,13 +114,17 @@ func readSecretFile(flag, path string) (string, error) {
 }
 
 func runReceive(ctx context.Context, ios *IO, o *receiveOptions, log *slog.Logger) error {
-	token, err := readSecretFile("verify-token-file", o.verifyTokenFile)
-	if err != nil {
-		return err
-	}
-	secret, err := readSecretFile("app-secret-file", o.appSecretFile)
-	if err != nil {
-		return err
+	meta := o.verifyTokenFile != "" || o.appSecretFile != "" || len(o.snsTopics) == 0 && o.sqsQueueURL == ""
+	listens := meta || len(o.snsTopics) > 0
+	var token, secret string
+	if meta {
+		var err error
+		if token, err = readSecretFile("verify-token-file", o.verifyTokenFile); err != nil {
+			return err
+		}
+		if secret, err = readSecretFile("app-secret-file", o.appSecretFile); err != nil {
+			return err
+		}
 	}
 	if o.dir == "" {
 		return usagef("", "--log DIR is required: the folder the webhook bodies are kept in")
@@ -91,10 +132,50 @@ func runReceive(ctx context.Context, ios *IO, o *receiveOptions, log *slog.Logge
 	if (o.tlsCert == "") != (o.tlsKey == "") {
 		return usagef("", "--tls-cert and --tls-key go together")
 	}
+	for _, arn := range o.snsTopics {
+		if _, err := snsreceive.Region(arn); err != nil {
+			return usagef("the ARN is on the topic's page in the SNS console", "--sns-topic-arn: %w", err)
+		}
+	}
 	r, err := receive.New(receive.Config{VerifyToken: token, AppSecret: []byte(secret), Dir: o.dir,
-		Rotate: receive.RotatePolicy{Size: o.rotateSize}, Log: log})
+		Rotate: receive.RotatePolicy{Size: o.rotateSize}, Log: log, NoWebhooks: !meta})
 	if err != nil {
 		return usagef("", "receive: %w", err)
+	}
+	var handler http.Handler = r
+	var sns *snsreceive.Handler
+	if len(o.snsTopics) > 0 {
+		v := snsverify.New(snsverify.Options{})
+		if snsTrust != nil {
+			if err := snsTrust(v); err != nil {
+				r.Close()
+				return err
+			}
+		}
+		sns, err = snsreceive.New(snsreceive.Config{Topics: o.snsTopics, Verifier: v, Keeper: r, Client: snsClient, Log: log.With("front", "sns")})
+		if err != nil {
+			r.Close()
+			return usagef("", "receive: %w", err)
+		}
+		handler = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+			if req.Header.Get(snsreceive.TypeHeader) != "" {
+				sns.ServeHTTP(w, req)
+				return
+			}
+			r.ServeHTTP(w, req)
+		})
+	}
+	var poller *smsqueue.Poller
+	if o.sqsQueueURL != "" {
+		q, err := sms.NewQueue(ctx, o.sqsQueueURL, sms.Options{})
+		if err != nil {
+			r.Close()
+			return usagef("", "--sqs-queue-url: %w", err)
+		}
+		poller = smsqueue.New(smsqueue.Config{Queue: q, Keeper: r, Log: log.With("front", "sqs")})
+	}
+	if !listens {
+		return receiveQueue(ctx, ios, o, r, poller, log)
 	}
 	l, err := net.Listen("tcp", o.listen)
 	if err != nil {
@@ -111,25 +192,74 @@ func runReceive(ctx context.Context, ios *IO, o *receiveOptions, log *slog.Logge
 		}
 		l, scheme = tls.NewListener(l, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}), "https"
 	}
-	hs := listen.New(l, r, receive.Limits, log.With("listener", "receive"))
+	hs := listen.New(l, handler, receive.Limits, log.With("listener", "receive"))
 	fmt.Fprintf(ios.Err, "bulksend: receiving webhooks at %s://%s/ ; keeping them in %s\n", scheme, l.Addr(), esc(o.dir))
 	ctx, stop := signalContext(ctx, ios, log, receiveInterrupt)
 	defer stop()
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve() }()
+	pctx, stopPolling := context.WithCancel(ctx)
+	polled := startPoller(pctx, poller)
 	var serveErr error
 	select {
 	case <-ctx.Done():
 	case serveErr = <-served:
 	}
+	stopPolling()
 	hs.Close()
+	<-polled
 	if err := r.Close(); err != nil {
 		return fmt.Errorf("receive: %w", err)
 	}
 	if serveErr != nil {
 		return fmt.Errorf("receive: %w", serveErr)
 	}
+	return printReceiveStats(ios, r.Stats(), sns, poller)
+}
+
+// startPoller runs p (if any) until ctx ends; the channel is closed when
+// it has returned.
+func startPoller(ctx context.Context, p *smsqueue.Poller) <-chan struct{} {
+	done := make(chan struct{})
+	if p == nil {
+		close(done)
+		return done
+	}
+	go func() { defer close(done); p.Run(ctx) }()
+	return done
+}
+
+// receiveQueue polls the queue alone, until interrupted.
+func receiveQueue(ctx context.Context, ios *IO, o *receiveOptions, r *receive.Receiver, p *smsqueue.Poller, log *slog.Logger) error {
+	fmt.Fprintf(ios.Err, "bulksend: polling %s ; keeping its messages in %s\n", esc(o.sqsQueueURL), esc(o.dir))
+	ctx, stop := signalContext(ctx, ios, log, receiveInterrupt)
+	defer stop()
+	<-startPoller(ctx, p)
+	if err := r.Close(); err != nil {
+		return fmt.Errorf("receive: %w", err)
+	}
+	return printReceiveStats(ios, r.Stats(), nil, p)
+}
+
+// receiveStats are what receive prints when it stops: the WhatsApp
+// receiver's counts as they were, and the other front ends' beside them.
+type receiveStats struct {
+	receive.Stats
+	SNS *snsreceive.Stats `json:"sns,omitempty"`
+	SQS *smsqueue.Stats   `json:"sqs,omitempty"`
+}
+
+func printReceiveStats(ios *IO, st receive.Stats, sns *snsreceive.Handler, q *smsqueue.Poller) error {
+	out := receiveStats{Stats: st}
+	if sns != nil {
+		s := sns.Stats()
+		out.SNS = &s
+	}
+	if q != nil {
+		s := q.Stats()
+		out.SQS = &s
+	}
 	enc := json.NewEncoder(ios.Out)
 	enc.SetIndent("", "  ")
-	return enc.Encode(r.Stats())
+	return enc.Encode(out)
 }

@@ -24,17 +24,30 @@ import (
 // Keys: seed, mps, latency, number (an E.164 number the account owns,
 // repeatable; none: any identity), optout (PHONE, repeatable), account
 // (no-identity, spend-limit, access-denied, expired), throttlealways (an
-// identity), throttle, internal, late, latedelay, fail, configsets (A,B).
+// identity), throttle, internal, late, latedelay, fail, configsets (A,B),
+// queue=1 (its events also go to its SQS-shaped queue, as signed SNS
+// notifications; 'smssandbox queue N' waits until the queue holds N).
 func cmdSMSSandbox(ts *testscript.TestScript, neg bool, args []string) {
 	if neg {
 		ts.Fatalf("unsupported: ! smssandbox")
 	}
-	if len(args) > 0 && (args[0] == "stop" || args[0] == "stats") {
+	if len(args) > 0 && (args[0] == "stop" || args[0] == "stats" || args[0] == "queue") {
 		v, ok := smsSandboxes.Load(ts)
 		if !ok {
 			ts.Fatalf("smssandbox %s: no sandbox running", args[0])
 		}
 		rs := v.(*scriptSMSSandbox)
+		if args[0] == "queue" {
+			// smssandbox queue N: wait (30 s at most) until the queue holds N.
+			want, err := strconv.Atoi(args[len(args)-1])
+			ts.Check(err)
+			for deadline := time.Now().Add(30 * time.Second); rs.sb.QueueLen() != want; time.Sleep(10 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					ts.Fatalf("the sandbox's queue holds %d, want %d", rs.sb.QueueLen(), want)
+				}
+			}
+			return
+		}
 		if args[0] == "stop" {
 			smsSandboxes.Delete(ts)
 			rs.stop()
@@ -95,6 +108,8 @@ func cmdSMSSandbox(ts *testscript.TestScript, neg bool, args []string) {
 			cfg.FailRate = f()
 		case "configsets":
 			cfg.ConfigurationSets = strings.Split(v, ",")
+		case "queue":
+			cfg.Queue = v == "1"
 		default:
 			ts.Fatalf("smssandbox: unknown key %q", k)
 		}

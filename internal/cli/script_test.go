@@ -34,6 +34,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv("BULKSEND_TEST_MAIN") == "1" {
 		testClock()
 		testSandbox()
+		testSNS()
 		os.Exit(Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 	}
 	if os.Getenv("BULKSEND_LEDGER") == "" {
@@ -50,6 +51,7 @@ func TestMain(m *testing.M) {
 		"bulksend": func() {
 			testClock()
 			testSandbox()
+			testSNS()
 			code := Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 			if f := os.Getenv("BULKSEND_TEST_EXITFILE"); f != "" {
 				os.WriteFile(f, []byte(strconv.Itoa(code)), 0o644)
@@ -121,6 +123,7 @@ func TestScripts(t *testing.T) {
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"sandbox":    cmdSandbox,
 			"smssandbox": cmdSMSSandbox,
+			"sns":        cmdSNS,
 			"gencsv":     cmdGenCSV,
 			"holdlock":   cmdHoldLock,
 			"sqlcount":   cmdSQLCount,

@@ -104,19 +104,9 @@ type Client struct {
 // New builds a client from o and the AWS configuration chain. It reaches
 // no network: CheckCredentials does.
 func New(ctx context.Context, o Options) (*Client, error) {
-	var load []func(*config.LoadOptions) error
-	if o.Region != "" {
-		load = append(load, config.WithRegion(o.Region))
-	}
-	if o.Credentials != nil {
-		load = append(load, config.WithCredentialsProvider(o.Credentials))
-	}
-	cfg, err := config.LoadDefaultConfig(ctx, load...)
+	cfg, err := loadConfig(ctx, o)
 	if err != nil {
-		return nil, fmt.Errorf("load AWS configuration: %w", err)
-	}
-	if cfg.Region == "" {
-		return nil, ErrNoRegion
+		return nil, err
 	}
 	hc := o.HTTPClient
 	if hc == nil {
@@ -139,6 +129,26 @@ func New(ctx context.Context, o Options) (*Client, error) {
 		}
 	})
 	return c, nil
+}
+
+// loadConfig loads the AWS configuration from the standard chain, with
+// o's region and credentials when it names them; a region is required.
+func loadConfig(ctx context.Context, o Options) (aws.Config, error) {
+	var load []func(*config.LoadOptions) error
+	if o.Region != "" {
+		load = append(load, config.WithRegion(o.Region))
+	}
+	if o.Credentials != nil {
+		load = append(load, config.WithCredentialsProvider(o.Credentials))
+	}
+	cfg, err := config.LoadDefaultConfig(ctx, load...)
+	if err != nil {
+		return aws.Config{}, fmt.Errorf("load AWS configuration: %w", err)
+	}
+	if cfg.Region == "" {
+		return aws.Config{}, ErrNoRegion
+	}
+	return cfg, nil
 }
 
 // readAttempts is how many times a Describe call is tried.

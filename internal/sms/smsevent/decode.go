@@ -17,6 +17,7 @@ const (
 	kindInvalid kind = iota
 	kindEvent
 	kindNotEvent
+	kindInbound // an inbound SMS message: counted as NotEvent, and Inbound
 )
 
 // fields are the keys of a JSON object and their values, as written.
@@ -27,15 +28,25 @@ const (
 // a key repeats, the last one wins.
 type fields map[string]json.RawMessage
 
+// layer is what envelopes a record was found in: an event may be wrapped
+// in an SNS notification, an EventBridge event, or an EventBridge event
+// published to SNS (a rule's SNS target); no deeper, and never one in
+// itself, so that a record costs a bounded number of decodes.
+type layer uint8
+
+const (
+	inSNS         layer = 1 << iota // the Message of an SNS notification
+	inEventBridge                   // the detail of an EventBridge event
+)
+
 // decode decodes the record d, one JSON object with blanks around it at
-// most, which starts on line; wrapped says it is the Message of an SNS
-// notification, which is not unwrapped again.
-func decode(d []byte, line int, wrapped bool) (Event, kind) {
+// most, which starts on line; in says the envelopes it was found in.
+func decode(d []byte, line int, in layer) (Event, kind) {
 	var f fields
 	if json.Unmarshal(d, &f) != nil || f == nil {
 		return Event{}, kindInvalid
 	}
-	return f.event(line, wrapped)
+	return f.event(line, in)
 }
 
 // get is k's value, nil when it is absent or null.
@@ -46,14 +57,21 @@ func (f fields) get(k string) json.RawMessage {
 	return nil
 }
 
-// event reads f as an SMS event (see Reader).
-func (f fields) event(line int, wrapped bool) (Event, kind) {
+// event reads f as an SMS event (see Reader); in says the envelopes it was
+// found in.
+func (f fields) event(line int, in layer) (Event, kind) {
 	t := f.get("eventType")
 	if t == nil {
-		if wrapped || f.get("Type") == nil {
-			return Event{}, kindNotEvent
+		switch {
+		case in == 0 && f.get("Type") != nil:
+			return f.notification(line)
+		case in&inEventBridge == 0 && f.get("detail-type") != nil:
+			return f.eventBridge(line, in)
 		}
-		return f.notification(line)
+		if _, ok := f.inbound(); ok {
+			return Event{}, kindInbound
+		}
+		return Event{}, kindNotEvent
 	}
 	typ, ok := str(t)
 	if !ok {
@@ -106,9 +124,10 @@ func (f fields) event(line int, wrapped bool) (Event, kind) {
 	return ev, kindEvent
 }
 
-// notification reads an SNS notification: its Message holds the event.
-// Another Type (a subscription's confirmation), or a Message that is text
-// rather than a JSON object, is JSON but no event.
+// notification reads an SNS notification: its Message holds the event,
+// or an EventBridge event that holds it. Another Type (a subscription's
+// confirmation), or a Message that is text rather than a JSON object, is
+// JSON but no event.
 func (f fields) notification(line int) (Event, kind) {
 	if typ, _ := str(f.get("Type")); typ != "Notification" {
 		return Event{}, kindNotEvent
@@ -120,7 +139,79 @@ func (f fields) notification(line int) (Event, kind) {
 	if !strings.HasPrefix(strings.TrimLeft(msg, " \t\r\n"), "{") {
 		return Event{}, kindNotEvent
 	}
-	return decode([]byte(msg), line, true)
+	return decode([]byte(msg), line, inSNS)
+}
+
+// eventBridge reads an EventBridge event ("detail-type": "Text Message
+// Delivery Status Updated", source aws.sms-voice): its detail object is the
+// event record. Another detail-type (a voice or media message's, a
+// registration's) is no SMS event, which the detail's eventType tells as
+// well; a detail that is not an object, or a detail-type that is not a
+// string, is invalid.
+func (f fields) eventBridge(line int, in layer) (Event, kind) {
+	if _, ok := str(f.get("detail-type")); !ok {
+		return Event{}, kindInvalid
+	}
+	d := f.get("detail")
+	if d == nil || d[0] != '{' {
+		return Event{}, kindInvalid
+	}
+	var inner fields
+	if json.Unmarshal(d, &inner) != nil {
+		return Event{}, kindInvalid // cannot be: d is a value of valid JSON
+	}
+	return inner.event(line, in|inEventBridge)
+}
+
+// Inbound is an inbound SMS message: a reply to a two-way number, as AWS
+// End User Messaging publishes it to the number's SNS topic. Strings are ""
+// when the message does not have them.
+type Inbound struct {
+	From       string // originationNumber: the phone that sent it (required)
+	To         string // destinationNumber: the two-way number it was sent to
+	Keyword    string // messageKeyword: the keyword AWS matched, if any
+	Body       string // messageBody: the text
+	ID         string // inboundMessageId (required)
+	PreviousID string // previousPublishedMessageId: the last message sent from To to From, if any
+}
+
+// ParseInbound reads rec, one JSON object, as an inbound SMS message, raw
+// or the Message of an SNS notification; ok is false when it is not one: not
+// JSON, or without a non-empty originationNumber and inboundMessageId
+// strings, or with a messageBody that is not a string.
+func ParseInbound(rec []byte) (_ Inbound, ok bool) {
+	var f fields
+	if json.Unmarshal(rec, &f) != nil || f == nil {
+		return Inbound{}, false
+	}
+	if typ, _ := str(f.get("Type")); typ == "Notification" && f.get("originationNumber") == nil {
+		msg, ok := str(f.get("Message"))
+		if !ok {
+			return Inbound{}, false
+		}
+		f = nil
+		if json.Unmarshal([]byte(msg), &f) != nil || f == nil {
+			return Inbound{}, false
+		}
+	}
+	return f.inbound()
+}
+
+// inbound reads f as an inbound SMS message.
+func (f fields) inbound() (in Inbound, ok bool) {
+	if in.From, ok = str(f.get("originationNumber")); !ok || in.From == "" {
+		return Inbound{}, false
+	}
+	if in.ID, ok = str(f.get("inboundMessageId")); !ok || in.ID == "" {
+		return Inbound{}, false
+	}
+	if in.Body, ok = optStr(f.get("messageBody")); !ok {
+		return Inbound{}, false
+	}
+	in.To, _ = str(f.get("destinationNumber"))
+	in.Keyword, _ = str(f.get("messageKeyword"))
+	in.PreviousID, _ = str(f.get("previousPublishedMessageId"))
+	return in, true
 }
 
 // str is v when it is a string; ok is false when it is absent or of

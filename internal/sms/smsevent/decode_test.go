@@ -22,6 +22,60 @@ func sns(record string) string {
 	return `{"Type":"Notification","MessageId":"22b80b92-fdea-4c2c-8f9d-bdfb0c7bf300","TopicArn":"arn:aws:sns:us-east-1:123456789012:sms-events","Message":` + string(m) + `}`
 }
 
+// eventBridge wraps record in an EventBridge event, as a rule's target
+// (SQS, SNS, CloudWatch Logs, Firehose) receives it.
+func eventBridge(record string) string {
+	return `{"version":"0","id":"5c0fa4f8-e4ba-ed02-6101-c795472fccd0","detail-type":"Text Message Delivery Status Updated","source":"aws.sms-voice","account":"123456789012","time":"2026-11-30T10:00:00Z","region":"us-east-1","resources":[],"detail":` + record + `}`
+}
+
+// inbound is an inbound SMS message as AWS publishes it to a two-way
+// number's SNS topic.
+const inbound = `{"originationNumber":"+14255550101","destinationNumber":"+12065550152","messageKeyword":"KEYWORD_123456789012","messageBody":"STOP","previousPublishedMessageId":"0e5b2c7a-3f41-4d2e-9a0b-5c1d2e3f4a01","inboundMessageId":"cae173d2-66b9-564c-8309-21f858e9fb84"}`
+
+// TestParseInbound reads inbound messages, raw and through SNS, and
+// refuses what is not one.
+func TestParseInbound(t *testing.T) {
+	want := Inbound{From: "+14255550101", To: "+12065550152", Keyword: "KEYWORD_123456789012", Body: "STOP",
+		ID: "cae173d2-66b9-564c-8309-21f858e9fb84", PreviousID: "0e5b2c7a-3f41-4d2e-9a0b-5c1d2e3f4a01"}
+	for _, tc := range []struct {
+		name string
+		rec  string
+		ok   bool
+	}{
+		{"raw", inbound, true},
+		{"SNS", sns(inbound), true},
+		{"SNS message not JSON", sns("STOP"), false},
+		{"an event", minimal(), false},
+		{"not JSON", inbound[:30], false},
+		{"from empty", strings.Replace(inbound, "+14255550101", "", 1), false},
+		{"SNS without a message", `{"Type":"Notification"}`, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok := ParseInbound([]byte(tc.rec))
+			if ok != tc.ok || ok && got != want {
+				t.Errorf("got %+v %v, want ok %v", got, ok, tc.ok)
+			}
+		})
+	}
+}
+
+// FuzzParseInbound: whatever the input, ParseInbound does not panic, and
+// what it accepts has a sender and an ID and is JSON.
+func FuzzParseInbound(f *testing.F) {
+	for _, s := range []string{inbound, sns(inbound), minimal(), sns("x"), `{"Type":"Notification","Message":"{}"}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, d []byte) {
+		in, ok := ParseInbound(d)
+		if ok && (in.From == "" || in.ID == "" || !json.Valid(d)) {
+			t.Fatalf("accepted %+v of %q", in, d)
+		}
+	})
+}
+
+// jsonString is s as a JSON string.
+func jsonString(s string) string { m, _ := json.Marshal(s); return string(m) }
+
 // maxDepth is how deep encoding/json lets brackets nest.
 const maxDepth = 10000
 
@@ -117,6 +171,29 @@ func TestDecode(t *testing.T) {
 		{"SNS message an object", `{"Type":"Notification","Message":` + minimal() + `}`, kindInvalid, nil},
 		{"SNS confirmation", `{"Type":"SubscriptionConfirmation","Message":"You have chosen to subscribe","SubscribeURL":"https://sns"}`, kindNotEvent, nil},
 		{"SNS type not a string", `{"Type":1,"Message":"x"}`, kindNotEvent, nil},
+
+		// Inbound messages, raw or through SNS.
+		{"inbound", inbound, kindInbound, nil},
+		{"inbound in SNS", sns(inbound), kindInbound, nil},
+		{"inbound without a body", `{"originationNumber":"+14255550101","inboundMessageId":"i1"}`, kindInbound, nil},
+		{"inbound body a number", `{"originationNumber":"+14255550101","inboundMessageId":"i1","messageBody":1}`, kindNotEvent, nil},
+		{"inbound without an ID", `{"originationNumber":"+14255550101","messageBody":"STOP"}`, kindNotEvent, nil},
+		{"inbound in EventBridge", eventBridge(inbound), kindInbound, nil},
+
+		// EventBridge, and EventBridge through SNS.
+		{"EventBridge", eventBridge(minimal()), kindEvent, ok(nil)},
+		{"EventBridge in SNS", sns(eventBridge(minimal())), kindEvent, ok(nil)},
+		{"EventBridge in SNS in EventBridge", eventBridge(sns(eventBridge(minimal()))), kindNotEvent, nil},
+		{"SNS in EventBridge", eventBridge(sns(minimal())), kindNotEvent, nil},
+		{"EventBridge twice", eventBridge(eventBridge(minimal())), kindNotEvent, nil},
+		{"EventBridge voice", `{"detail-type":"Voice Message Delivery Status Updated","detail":{"eventType":"VOICE_COMPLETED"}}`, kindNotEvent, nil},
+		{"EventBridge registration", `{"detail-type":"Registration Status Change","detail":{"registrationId":"r"}}`, kindNotEvent, nil},
+		{"EventBridge malformed event", eventBridge(minimal(`"messageId":""`)), kindInvalid, nil},
+		{"EventBridge detail a string", `{"detail-type":"Text Message Delivery Status Updated","detail":"` + "x" + `"}`, kindInvalid, nil},
+		{"EventBridge without detail", `{"detail-type":"Text Message Delivery Status Updated"}`, kindInvalid, nil},
+		{"EventBridge detail null", `{"detail-type":"Text Message Delivery Status Updated","detail":null}`, kindInvalid, nil},
+		{"EventBridge detail-type a number", `{"detail-type":1,"detail":` + minimal() + `}`, kindInvalid, nil},
+		{"an SNS notification with a detail-type is a notification", `{"Type":"Notification","detail-type":"x","Message":` + jsonString(minimal()) + `}`, kindEvent, ok(nil)},
 		{"an event with a Type is an event", minimal(`"Type":"Notification"`, `"Message":"x"`), kindEvent, ok(nil)},
 
 		// Not JSON, or not an object.
@@ -136,7 +213,7 @@ func TestDecode(t *testing.T) {
 		{"deep enough", minimal(`"x":` + strings.Repeat("[", maxDepth-1) + strings.Repeat("]", maxDepth-1)), kindEvent, ok(nil)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, k := decode([]byte(tc.rec), 7, false)
+			got, k := decode([]byte(tc.rec), 7, 0)
 			if k != tc.kind {
 				t.Fatalf("kind %d, want %d", k, tc.kind)
 			}
@@ -159,12 +236,12 @@ func FuzzDecode(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, d []byte) {
-		ev, k := decode(d, 3, false)
+		ev, k := decode(d, 3, 0)
 		valid := json.Valid(d) && bytes.HasPrefix(bytes.TrimLeft(d, " \t\r\n"), []byte("{"))
 		if k != kindInvalid && !valid {
 			t.Fatalf("decode says %d of a record json.Valid rejects", k)
 		}
-		want, wk := refDecode(t, d, 3, false)
+		want, wk := refDecode(t, d, 3, 0)
 		if k != wk || ev != want {
 			t.Fatalf("decode: %d %+v\nreference: %d %+v", k, ev, wk, want)
 		}
@@ -184,12 +261,15 @@ func fuzzRecords() []string {
 		minimal(`"messageId":null`), minimal(`"context":{"bulksend":null}`), minimal(`"x":"\ud800 \ud83d\ude00 \u00e9`+"\xff"+`"`),
 		minimal(`"messageStatusDescription":"\ud800\u0041 \ud83d\ude00 \"q\" \/ \t`+"\xff"+`"`), sns(minimal(`"messageStatusDescription":"\"\ud83d\ude00\""`)),
 		`{"Type":"SubscriptionConfirmation","Message":"hi"}`, `{"eventType":"VOICE_COMPLETED"}`, `{}`, `[]`, `{"a":[}`, `{"a":"b`,
+		eventBridge(minimal()), sns(eventBridge(minimal(`"isFinal":true`))), eventBridge(sns(minimal())), inbound, sns(inbound),
+		`{"detail-type":"x","detail":{"detail-type":"y","detail":`+minimal()+`}}`, `{"detail-type":"x","detail":[]}`,
+		`{"detail-type":"x","Type":"Notification","Message":`+jsonString(minimal())+`,"detail":`+minimal()+`}`,
 	)
 }
 
 // refKind is refDecode's kind of d.
 func refKind(t *testing.T, d []byte) kind {
-	_, k := refDecode(t, d, 0, false)
+	_, k := refDecode(t, d, 0, 0)
 	return k
 }
 
@@ -198,7 +278,7 @@ var jsonNumber = regexp.MustCompile(`^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9
 // refDecode is what decode should make of d, as the Reader's doc says,
 // with encoding/json doing the JSON: decoding into a map, where keys are
 // exact and the last of a repeated key wins.
-func refDecode(t *testing.T, d []byte, line int, wrapped bool) (Event, kind) {
+func refDecode(t *testing.T, d []byte, line int, in layer) (Event, kind) {
 	t.Helper()
 	if !json.Valid(d) {
 		return Event{}, kindInvalid
@@ -242,18 +322,41 @@ func refDecode(t *testing.T, d []byte, line int, wrapped bool) (Event, kind) {
 	}
 	typ, ok := m["eventType"]
 	if !ok || typ == nil {
-		if wrapped {
-			return Event{}, kindNotEvent
+		if in&inEventBridge == 0 && m["detail-type"] != nil && (in != 0 || m["Type"] == nil) {
+			if _, ok := str("detail-type"); !ok {
+				return Event{}, kindInvalid
+			}
+			detail, ok := m["detail"].(map[string]any)
+			if !ok {
+				return Event{}, kindInvalid
+			}
+			b, err := json.Marshal(detail)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return refDecode(t, b, line, in|inEventBridge)
+		}
+		inbound := func() kind {
+			from, _ := str("originationNumber")
+			id, _ := str("inboundMessageId")
+			_, body := m["messageBody"].(string)
+			if from != "" && id != "" && (body || m["messageBody"] == nil) {
+				return kindInbound
+			}
+			return kindNotEvent
+		}
+		if in != 0 {
+			return Event{}, inbound()
 		}
 		if st, _ := str("Type"); st != "Notification" {
-			return Event{}, kindNotEvent
+			return Event{}, inbound()
 		}
 		msg, ok := str("Message")
 		if !ok {
 			return Event{}, kindInvalid
 		}
 		if json.Valid([]byte(msg)) && strings.HasPrefix(strings.TrimLeft(msg, " \t\r\n"), "{") {
-			return refDecode(t, []byte(msg), line, true)
+			return refDecode(t, []byte(msg), line, inSNS)
 		}
 		if strings.HasPrefix(strings.TrimLeft(msg, " \t\r\n"), "{") {
 			return Event{}, kindInvalid

@@ -92,6 +92,20 @@ func TestFixtures(t *testing.T) {
 			counts: Counts{Records: 10, Events: 8, NotEvent: 2},
 		},
 		{
+			// EventBridge's "Text Message Delivery Status Updated", the
+			// event in detail, as a rule's SQS or Firehose target keeps
+			// it; a registration's change fourth, the voice event's own
+			// detail-type.
+			file:   "eventbridge.jsonl",
+			lines:  []int{1, 2, 3, 5, 6, 8, 9, 10},
+			counts: Counts{Records: 10, Events: 8, NotEvent: 2},
+		},
+		{
+			file:   "eventbridge-sns.jsonl", // EventBridge to an SNS topic, as an SQS queue or HTTPS subscriber gets it
+			lines:  []int{1, 2, 3, 4, 5, 7, 8, 9},
+			counts: Counts{Records: 9, Events: 8, NotEvent: 1},
+		},
+		{
 			file:   "array.json", // pretty-printed
 			lines:  []int{2, 26, 50, 74, 98, 140, 164, 188},
 			counts: Counts{Records: 9, Events: 8, NotEvent: 1},
@@ -110,6 +124,19 @@ func TestFixtures(t *testing.T) {
 				t.Errorf("counts %+v, want %+v", c, tc.counts)
 			}
 		})
+	}
+}
+
+// TestFixtureInbound reads a two-way number's inbound messages, one
+// through SNS and one raw (an SQS queue subscribed with raw delivery):
+// no delivery events, counted as inbound.
+func TestFixtureInbound(t *testing.T) {
+	got, c := readFile(t, "inbound-sns.jsonl")
+	if len(got) != 0 {
+		t.Errorf("events %+v, want none", got)
+	}
+	if w := (Counts{Records: 2, NotEvent: 2, Inbound: 2}); !equalCounts(c, w) || c.Inbound != w.Inbound {
+		t.Errorf("counts %+v, want %+v", c, w)
 	}
 }
 

@@ -82,7 +82,7 @@ func checkForms(t *testing.T, in []byte) {
 		if !strings.HasPrefix(l, "{") || !json.Valid([]byte(l)) {
 			continue
 		}
-		ev, k := decode([]byte(l), len(objs)+1, false)
+		ev, k := decode([]byte(l), len(objs)+1, 0)
 		objs = append(objs, l)
 		kinds.Records++
 		switch k {
@@ -91,6 +91,9 @@ func checkForms(t *testing.T, in []byte) {
 			want = append(want, ev)
 		case kindNotEvent:
 			kinds.NotEvent++
+		case kindInbound:
+			kinds.NotEvent++
+			kinds.Inbound++
 		default:
 			kinds.Invalid++
 			if len(kinds.FirstInvalid) < keepFirst {

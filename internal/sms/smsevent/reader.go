@@ -24,13 +24,19 @@ import (
 // together with the rest of its line.
 //
 // A record is decoded as JSON. It is an event when it is an object whose
-// eventType starts with "TEXT_", or an SNS notification (Type
-// "Notification") whose Message string holds one. Any other JSON object, as
-// a voice or MMS event, an SNS subscription confirmation or a notification
-// whose Message does not start with '{' (text, or another JSON value), is
-// counted NotEvent. A record is invalid if it is not JSON, is longer than
-// MaxRecord, is a notification without a Message string or whose Message
-// starts with '{' but is not JSON, or is an event whose messageId is not a
+// eventType starts with "TEXT_", an SNS notification (Type "Notification")
+// whose Message string holds one, an EventBridge event (an object with a
+// "detail-type" and no eventType) whose detail object is one, or a
+// notification whose Message is such an EventBridge event; no other
+// nesting is unwrapped (a notification in a notification, an EventBridge
+// event in a detail). Any other JSON object, as a voice or MMS event, an
+// EventBridge registration change, an SNS subscription confirmation, an
+// inbound SMS message or a notification whose Message does not start with
+// '{' (text, or another JSON value), is counted NotEvent. A record is
+// invalid if it is not JSON, is longer than MaxRecord, is a notification
+// without a Message string or whose Message starts with '{' but is not
+// JSON, is an EventBridge event whose detail-type is not a string or whose
+// detail is not an object, or is an event whose messageId is not a
 // non-empty string, whose eventTimestamp is not a positive whole number of
 // milliseconds (a JSON number or a string of digits), whose isFinal is not
 // a boolean (or "true" or "false"), whose originationPhoneNumber or
@@ -236,7 +242,7 @@ func (r *Reader) record(first bool) (bool, error) {
 				clear(r.rec)
 				k = kindInvalid
 				if r.decode(rec) {
-					r.ev, k = r.rec.event(line, false)
+					r.ev, k = r.rec.event(line, 0)
 				}
 			}
 			r.count(k, line, 1)
@@ -301,7 +307,7 @@ func (r *Reader) wholeLine() (ok, done bool) {
 		return false, false
 	}
 	r.pos = end
-	ev, k := r.rec.event(r.line, false)
+	ev, k := r.rec.event(r.line, 0)
 	r.ev = ev
 	r.count(k, r.line, 1)
 	return k == kindEvent, true
@@ -322,13 +328,15 @@ func (r *Reader) decode(rec []byte) bool {
 	return true
 }
 
-// mayBeEvent reports whether the JSON object rec may be an event or an SNS
-// notification: whether it may have an "eventType" or a "Type" key. With
-// no escape in it, a key is written as it is; without either, it is an
-// object and nothing more, and decoding it would cost far more than
-// scanning it did.
+// mayBeEvent reports whether the JSON object rec may be an event, an SNS
+// notification or an inbound message: whether it may have an "eventType",
+// a "Type" or an "inboundMessageId" key (an EventBridge event's detail has
+// an "eventType"). With no escape in it, a key is written as it is;
+// without any, it is an object and nothing more, and decoding it would
+// cost far more than scanning it did.
 func mayBeEvent(rec []byte) bool {
-	return bytes.IndexByte(rec, '\\') >= 0 || bytes.Contains(rec, []byte(`"eventType"`)) || bytes.Contains(rec, []byte(`"Type"`))
+	return bytes.IndexByte(rec, '\\') >= 0 || bytes.Contains(rec, []byte(`"eventType"`)) || bytes.Contains(rec, []byte(`"Type"`)) ||
+		bytes.Contains(rec, []byte(`"inboundMessageId"`))
 }
 
 // keep appends d to buf, doubling its capacity as it grows, so that a
@@ -510,6 +518,9 @@ func (r *Reader) count(k kind, line int, n int) {
 		c.Events += int64(n)
 	case kindNotEvent:
 		c.NotEvent += int64(n)
+	case kindInbound:
+		c.NotEvent += int64(n)
+		c.Inbound += int64(n)
 	default:
 		c.Invalid += int64(n)
 		for range min(n, keepFirst-len(c.FirstInvalid)) {

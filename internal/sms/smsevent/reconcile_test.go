@@ -22,14 +22,31 @@ const (
 	msgID  = "0e5b2c7a-3f41-4d2e-9a0b-5c1d2e3f4a0" // + "1"…"6": the fixtures' messages
 )
 
-// TestReconcile applies the Firehose fixture to a real checkpoint of
-// campaign spring-2026, as `bulksend reconcile` would: rows 1-4 were sent
-// (their message IDs recorded), row 5's send is in doubt, row 6 was never
-// sent. The events deliver rows 1 and 3, fail rows 2 and 4, and settle
-// row 5 as failed by its context alone; the event of another sender's
-// message is foreign, the voice event not a status, the cut line invalid.
-// Applying the log again changes nothing.
+// TestReconcile applies each form of the fixtures' events to a real
+// checkpoint of campaign spring-2026, as `bulksend reconcile` would: rows
+// 1-4 were sent (their message IDs recorded), row 5's send is in doubt,
+// row 6 was never sent. The events deliver rows 1 and 3, fail rows 2 and
+// 4, and settle row 5 as failed by its context alone; the event of another
+// sender's message is foreign, the voice event (and EventBridge's
+// registration change) not a status, Firehose's cut line invalid. Applying
+// the log again changes nothing.
 func TestReconcile(t *testing.T) {
+	for _, tc := range []struct {
+		file      string
+		invalid   int64
+		notStatus int64
+		first     []int
+	}{
+		{file: "firehose.jsonl", invalid: 1, notStatus: 1, first: []int{5}},
+		{file: "eventbridge.jsonl", notStatus: 2, first: []int{}},
+		{file: "eventbridge-sns.jsonl", notStatus: 1, first: []int{}},
+		{file: "sns.jsonl", notStatus: 2, first: []int{}},
+	} {
+		t.Run(tc.file, func(t *testing.T) { testReconcile(t, tc.file, tc.invalid, tc.notStatus, tc.first) })
+	}
+}
+
+func testReconcile(t *testing.T, file string, invalid, notStatus int64, first []int) {
 	ctx := context.Background()
 	st := checkpoint(t, 6)
 	at := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
@@ -47,13 +64,13 @@ func TestReconcile(t *testing.T) {
 		}
 	}
 
-	sum := apply(t, st)
+	sum := apply(t, st, file)
 	want := reconcile.Summary{
 		// Applied 5: the queued and pending events carry prices, which only a
 		// final event gives (see status), and prove nothing the final ones do not.
-		Events: 8, Matched: 7, Applied: 5, Foreign: 1, Invalid: 1, NotStatus: 1, FirstInvalidLines: []int{5},
+		Events: 8, Matched: 7, Applied: 5, Foreign: 1, Invalid: invalid, NotStatus: notStatus, FirstInvalidLines: first,
 		Settled: map[string]int64{"failed": 1}, Corrected: map[string]int64{}, Changed: 5,
-		Logs: []reconcile.Log{{Name: "firehose.jsonl", Events: 8, Invalid: 1, NotStatus: 1, FirstInvalidLines: []int{5}}},
+		Logs: []reconcile.Log{{Name: file, Events: 8, Invalid: invalid, NotStatus: notStatus, FirstInvalidLines: first}},
 	}
 	if !reflect.DeepEqual(sum, want) {
 		t.Errorf("summary\n got %+v\nwant %+v", sum, want)
@@ -72,7 +89,7 @@ func TestReconcile(t *testing.T) {
 		t.Errorf("rows\n got %q\nwant %q", got, wantRows)
 	}
 
-	again := apply(t, st)
+	again := apply(t, st, file)
 	if again.Changed != 0 || again.Applied != 0 || again.Matched != 7 {
 		t.Errorf("applied again: %+v", again)
 	}
@@ -104,12 +121,11 @@ func checkpoint(t *testing.T, n int64) *store.Store {
 	return st
 }
 
-// apply reconciles st with testdata/firehose.jsonl, opened as the CLI
-// opens a log.
-func apply(t *testing.T, st *store.Store) reconcile.Summary {
+// apply reconciles st with testdata/file, opened as the CLI opens a log.
+func apply(t *testing.T, st *store.Store, file string) reconcile.Summary {
 	t.Helper()
 	ctx := context.Background()
-	f, err := logfile.Open(filepath.Join("testdata", "firehose.jsonl"), nil)
+	f, err := logfile.Open(filepath.Join("testdata", file), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +134,7 @@ func apply(t *testing.T, st *store.Store) reconcile.Summary {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := rc.Read(ctx, "firehose.jsonl", smsevent.Statuses(smsevent.NewReader(f))); err != nil {
+	if err := rc.Read(ctx, file, smsevent.Statuses(smsevent.NewReader(f))); err != nil {
 		t.Fatal(err)
 	}
 	sum, err := rc.Finish(ctx)

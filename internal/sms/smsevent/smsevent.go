@@ -16,8 +16,18 @@
 //     date-time, a space, the event; also with a log stream's name between
 //     them (`aws logs tail`), or without a zone;
 //   - SNS notifications, `{"Type":"Notification",…,"Message":"{…}"}`, whose
-//     Message string holds the event;
+//     Message string holds the event (an HTTPS subscriber's log, an SQS
+//     queue's message bodies); with raw message delivery the body is the
+//     event itself;
+//   - EventBridge events, `{"detail-type":"Text Message Delivery Status
+//     Updated","source":"aws.sms-voice",…,"detail":{…}}`, whose detail is
+//     the event (a rule's SQS, Firehose or CloudWatch Logs target), also
+//     as the Message of an SNS notification (a rule's SNS target);
 //   - JSON arrays of events, on one line or pretty-printed.
+//
+// Inbound SMS messages (replies to a two-way number, which AWS publishes
+// to an SNS topic) are no delivery events: Reader counts them (NotEvent,
+// and Inbound of those), and ParseInbound reads one.
 //
 // Reader documents how records are found, numbered and skipped.
 //
@@ -107,7 +117,8 @@ type Event struct {
 type Counts struct {
 	Records  int64 // objects read, and stretches of text that are not one
 	Events   int64 // SMS events, each returned by Next
-	NotEvent int64 // JSON objects that are not SMS events (voice, MMS, SNS confirmations, …)
+	NotEvent int64 // JSON objects that are not SMS events (voice, MMS, SNS confirmations, inbound messages, …)
+	Inbound  int64 // of NotEvent, inbound SMS messages (see ParseInbound)
 	Invalid  int64 // records that are not JSON, are too long, or are SMS events that cannot be read
 
 	FirstInvalid []int // the lines of the first few invalid records

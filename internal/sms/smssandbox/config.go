@@ -151,6 +151,14 @@ type Config struct {
 	Events     io.Writer
 	EventDelay time.Duration
 
+	// Queue, if set, also publishes each event record to the sandbox's SNS
+	// topic (SNSTopicArn), signed (Signer), into an SQS-shaped queue the
+	// sandbox serves (queue.go): ReceiveMessage, DeleteMessage and
+	// DeleteMessageBatch, any QueueUrl, with QueueVisibility (0: 30 s, by
+	// Now) before a message received and not deleted is delivered again.
+	Queue           bool
+	QueueVisibility time.Duration
+
 	// Now is the clock for the budget and the timestamps; nil means
 	// time.Now. Delays (Latency, LateDelay, EventDelay) are real time.
 	Now func() time.Time

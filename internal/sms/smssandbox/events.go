@@ -58,6 +58,8 @@ type events struct {
 	after afterFunc
 	stats *counters
 
+	publish func(rec []byte, at time.Time) // Config.Queue: each record, as written
+
 	mu      sync.Mutex
 	w       *bufio.Writer
 	err     error // the first write error
@@ -137,6 +139,9 @@ func (e *events) write(rec eventRecord, due time.Time) {
 	}
 	rec.EventTimestamp = due.UnixMilli()
 	b, _ := json.Marshal(rec)
+	if e.publish != nil {
+		e.publish(b, due)
+	}
 	b = append(b, '\n')
 	if e.err != nil {
 		return

@@ -76,7 +76,8 @@ type Server struct {
 	seq   atomic.Uint64 // message and request ids
 	stats counters
 
-	events    *events // nil without Config.Events
+	events    *events // nil without Config.Events or Queue
+	queue     *queue  // nil without Config.Queue
 	done      chan struct{}
 	closeOnce sync.Once
 	closeErr  error
@@ -190,8 +191,20 @@ func newServer(cfg Config, after afterFunc) *Server {
 		id := s.newIdentity(p.ID, phone, p.OptOutList, s.always[p.ID], mps)
 		s.byName[p.ID] = id
 	}
-	if cfg.Events != nil {
-		s.events = newEvents(cfg.Events, s.now, after, &s.stats)
+	if cfg.Queue {
+		s.queue = newQueue(s.now, cfg.QueueVisibility)
+	}
+	if cfg.Events != nil || cfg.Queue {
+		w := cfg.Events
+		if w == nil {
+			w = io.Discard
+		}
+		s.events = newEvents(w, s.now, after, &s.stats)
+		if q := s.queue; q != nil {
+			s.events.publish = func(rec []byte, at time.Time) {
+				q.add(string(Signer().Notification(SNSTopicArn, string(rec), at, "2")))
+			}
+		}
 	}
 	return s
 }
@@ -255,6 +268,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path == "/_sandbox/stats" && r.Method == http.MethodGet {
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(s.Stats())
+		return
+	}
+	if s.queue != nil && strings.HasPrefix(r.Header.Get("X-Amz-Target"), sqsTarget) {
+		s.queue.serve(w, r, s.done)
 		return
 	}
 	reqID := s.newID()

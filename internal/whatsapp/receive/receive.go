@@ -127,6 +127,12 @@ type Config struct {
 	// OnKept's last call.
 	OnKept func(bodies [][]byte)
 
+	// NoWebhooks, with neither VerifyToken nor AppSecret, makes a
+	// receiver of no Meta webhooks: its GETs and POSTs are answered 404,
+	// and it keeps only what Keep is given (SNS subscriptions, an SQS
+	// queue).
+	NoWebhooks bool
+
 	// For tests (export_test.go).
 	wrap       func(file) file // wraps every log file opened
 	ackTimeout time.Duration   // 0 means AckTimeout
@@ -212,6 +218,9 @@ const bodyBudget = 64 << 20
 // and returns a Receiver ready to serve.
 func New(cfg Config) (*Receiver, error) {
 	switch {
+	case cfg.NoWebhooks && (len(cfg.AppSecret) > 0 || cfg.VerifyToken != ""):
+		return nil, errors.New("receive: no webhooks, but an app secret or a verify token")
+	case cfg.NoWebhooks:
 	case len(cfg.AppSecret) == 0:
 		return nil, ErrNoSecret
 	case cfg.VerifyToken == "":
@@ -314,6 +323,10 @@ func (r *Receiver) Close() error {
 // its signature is right; see the package documentation. It answers on any
 // path.
 func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	if r.cfg.NoWebhooks {
+		http.Error(w, "this receiver takes no Meta webhooks", http.StatusNotFound)
+		return
+	}
 	switch req.Method {
 	case http.MethodPost:
 		r.receive(w, req)
@@ -492,6 +505,26 @@ func oneLine(body []byte) ([]byte, bool) {
 		body = b.Bytes()
 	}
 	return append(body, '\n'), true
+}
+
+// ErrNotJSON is Keep's error for a body that is not one JSON value.
+var ErrNotJSON = errors.New("not JSON")
+
+// Keep keeps body, one JSON value, in the log as a verified POST's body
+// is kept (on one line: compacted if it spans lines), in the same group
+// commit, and returns once it is on disk: nil, or why it could not be
+// (ErrNotJSON, ErrClosed, a write error or the ack timeout). It is for
+// the receiver's other front ends (SNS subscriptions, an SQS queue): what
+// they keep, reconcile reads with the rest. Keep does not count in Stats'
+// POSTs; its bodies count in Fsyncs and Bytes, and go to OnKept.
+func (r *Receiver) Keep(body []byte) error {
+	b := make([]byte, len(body), len(body)+1) // the caller's body is not written to
+	copy(b, body)
+	line, ok := oneLine(b)
+	if !ok {
+		return ErrNotJSON
+	}
+	return r.keep(line)
 }
 
 // keep queues line to the writer and waits until it is kept (nil) or

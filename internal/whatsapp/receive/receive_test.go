@@ -33,6 +33,7 @@ func TestNewRefuses(t *testing.T) {
 		{"no secret", func(c *receive.Config) { c.AppSecret = nil }, receive.ErrNoSecret},
 		{"no token", func(c *receive.Config) { c.VerifyToken = "" }, receive.ErrNoToken},
 		{"no folder", func(c *receive.Config) { c.Dir = "" }, nil},
+		{"no webhooks, but a secret", func(c *receive.Config) { c.NoWebhooks, c.VerifyToken = true, "" }, nil},
 		{"negative size", func(c *receive.Config) { c.Rotate.Size = -1 }, nil},
 		{"negative max body", func(c *receive.Config) { c.MaxBody = -1 }, nil},
 		{"a folder that is a file", func(c *receive.Config) {
@@ -53,6 +54,44 @@ func TestNewRefuses(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestKeep: a receiver of no webhooks answers Meta's GETs and POSTs 404,
+// and keeps what Keep is given, one line each (a pretty-printed body
+// compacted), in the log reconcile reads; what is not JSON it refuses, and
+// once closed it keeps nothing.
+func TestKeep(t *testing.T) {
+	cfg := receive.Config{NoWebhooks: true, Dir: t.TempDir()}
+	r := open(t, cfg)
+	url := serve(t, r)
+	body := statusBody(1)
+	if code, err := post(client(1), url, body); err != nil || code != http.StatusNotFound {
+		t.Errorf("POST: %d %v, want 404", code, err)
+	}
+	pretty := &bytes.Buffer{}
+	json.Indent(pretty, statusBody(2), "", "  ")
+	orig := bytes.Clone(pretty.Bytes())
+	for _, b := range [][]byte{statusBody(1), pretty.Bytes()} {
+		if err := r.Keep(b); err != nil {
+			t.Fatalf("Keep: %v", err)
+		}
+	}
+	if !bytes.Equal(pretty.Bytes(), orig) {
+		t.Error("Keep wrote to its argument")
+	}
+	if err := r.Keep([]byte("STOP")); !errors.Is(err, receive.ErrNotJSON) {
+		t.Errorf("Keep(not JSON): %v, want %v", err, receive.ErrNotJSON)
+	}
+	if s := r.Stats(); s.Received != 0 || s.Fsyncs == 0 {
+		t.Errorf("stats %+v: want no POSTs, and fsyncs", s)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Keep(statusBody(3)); !errors.Is(err, receive.ErrClosed) {
+		t.Errorf("Keep after Close: %v, want %v", err, receive.ErrClosed)
+	}
+	readLog(t, cfg.Dir).once(t, []string{wamid(1), wamid(2)})
 }
 
 // TestNewMakesPrivateFiles: bodies hold phone numbers: the folder is 0700
