@@ -357,3 +357,14 @@ func Backoff(n int, base, max time.Duration, growth int, u float64) time.Duratio
 	}
 	return time.Duration(u * float64(d))
 }
+
+// Reply is what a recipient sent back after a campaign's message: a text,
+// a tapped button. It is recorded on the row of the message it answers
+// (by message ID when the provider names it, else the last message sent
+// to the phone before it).
+type Reply struct {
+	Phone     string    // E.164
+	MessageID string    // the message it answers, when the provider says; "" if not
+	At        time.Time // when it was sent
+	Text      string    // the tapped button's label, or the text
+}

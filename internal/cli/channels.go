@@ -6,6 +6,7 @@ import (
 	"log/slog"
 
 	"github.com/bulksend/bulksend/internal/campaign"
+	"github.com/bulksend/bulksend/internal/optout"
 	"github.com/bulksend/bulksend/internal/reconcile"
 	"github.com/bulksend/bulksend/internal/run"
 	"github.com/bulksend/bulksend/internal/store"
@@ -31,7 +32,9 @@ type channelEntry struct {
 	// plan prints a dry run's plan (card: --rate-card, or nil).
 	plan func(ctx context.Context, ios *IO, p *run.Plan, card *pricing.Card) error
 	// reconcile reads one provider log into rc ("-": stdin).
-	reconcile func(ctx context.Context, rc *reconcile.Reconciler, path string, stdin io.Reader, log *slog.Logger) error
+	// What recipients said back goes to hear, in log order (stop and
+	// start words: keywords).
+	reconcile func(ctx context.Context, rc *reconcile.Reconciler, path string, stdin io.Reader, log *slog.Logger, keywords optout.Keywords, hear func(optout.Heard)) error
 	// defaultRate is --rate when it is not given, if not the flag's.
 	defaultRate float64
 	// parts: the channel counts message parts (status shows them; its

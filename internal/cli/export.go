@@ -24,7 +24,9 @@ func newExportCmd(ios *IO) *cobra.Command {
 		Short: "Write one CSV row per recipient with its final state, or per request with --attempts",
 		Long: `Export writes one CSV row per recipient, in the campaign's row order, with the
 columns row, phone, from, status, attempts, wamid, error_code, error_title,
-updated_at, then id, line, reason, sent_at, delivered_at, read_at. Columns are
+updated_at, then id, line, reason, sent_at, delivered_at, read_at, …,
+replied_at and reply (the recipient's first reply: a text or a tapped
+button, recorded by reconcile or receive). Columns are
 only ever added at the end. Without -o it writes to stdout; with -o the file
 appears only when complete.
 

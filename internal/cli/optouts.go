@@ -182,9 +182,11 @@ func (o *optoutsOptions) list(ctx context.Context, ios *IO, l *ledger.Ledger) er
 				Channel string    `json:"channel,omitempty"`
 				Source  string    `json:"source"`
 				At      time.Time `json:"at"`
-			}{oo.Phone, oo.Channel, oo.Source, oo.At.UTC()})
+				Covers  string    `json:"covers"`
+				Sender  string    `json:"sender,omitempty"`
+			}{oo.Phone, oo.Channel, oo.Source, oo.At.UTC(), covers(oo), oo.Sender})
 		}
-		_, err := fmt.Fprintf(w, "%-16s %-8s %s  %s\n", esc(oo.Phone), esc(cmp.Or(oo.Channel, "any")), oo.At.UTC().Format(time.RFC3339), esc(oo.Source))
+		_, err := fmt.Fprintf(w, "%-16s %-8s %-9s %s  %s\n", esc(oo.Phone), esc(cmp.Or(oo.Channel, "any")), covers(oo), oo.At.UTC().Format(time.RFC3339), esc(oo.Source))
 		return err
 	})
 	if err != nil {
@@ -193,14 +195,22 @@ func (o *optoutsOptions) list(ctx context.Context, ios *IO, l *ledger.Ledger) er
 	return w.Flush()
 }
 
+// covers says what an opt-out stops: "marketing" messages only, or "all".
+func covers(oo ledger.OptOut) string {
+	if oo.MarketingOnly {
+		return "marketing"
+	}
+	return "all"
+}
+
 func (o *optoutsOptions) export(ctx context.Context, ios *IO, l *ledger.Ledger) error {
 	write := func(bw *bufio.Writer) error {
-		cw := csvout.NewWriter(bw, []csvout.Column{{Name: "phone", Kind: csvout.Phone}, {Name: "channel"}, {Name: "source"}, {Name: "at"}}, o.raw)
+		cw := csvout.NewWriter(bw, []csvout.Column{{Name: "phone", Kind: csvout.Phone}, {Name: "channel"}, {Name: "source"}, {Name: "at"}, {Name: "covers"}, {Name: "sender"}}, o.raw)
 		if err := cw.WriteHeader(); err != nil {
 			return err
 		}
 		if err := l.EachOptOut(ctx, func(oo ledger.OptOut) error {
-			return cw.Write(oo.Phone, oo.Channel, oo.Source, oo.At.UTC().Format(time.RFC3339))
+			return cw.Write(oo.Phone, oo.Channel, oo.Source, oo.At.UTC().Format(time.RFC3339), covers(oo), oo.Sender)
 		}); err != nil {
 			return err
 		}

@@ -42,6 +42,9 @@ type receiveOptions struct {
 	tlsCert, tlsKey string
 	snsTopics       []string
 	sqsQueueURL     string
+	apply           []string
+	noApply         bool
+	hearing
 }
 
 func newReceiveCmd(ios *IO, logger func() (*slog.Logger, error)) *cobra.Command {
@@ -79,6 +82,17 @@ deleted from the queue: after a crash between the two it comes again and
 is kept again, which reconcile applies once. Without the Meta flags and
 --sns-topic-arn it listens on nothing and polls alone.
 
+Live apply: what it keeps is applied while campaigns run, through the
+same code as reconcile. Statuses go to the campaign their row tag names,
+whose checkpoint the operator ledger knows (every run notes it) or
+--apply names; status then shows delivered and read during the run, which
+goes on sending (the receiver takes no lock). Replies and taps are
+recorded on the rows they answer, and stop keywords (STOP, UNSUBSCRIBE,
+the FCC's and AWS's words, --stop-word), WhatsApp's "Stop promotions" and
+user_preferences stops go on the ledger's opt-outs, which every later run
+honours; START and resumes lift them. What live apply misses is in the
+log: reconcile applies it with the same result. --no-apply only keeps.
+
 Secrets are read from files, never flags. It listens on --listen until
 interrupted (it prints its counts as JSON on stdout then); put it behind
 a TLS proxy (Caddy) or a tunnel, or give --tls-cert and --tls-key.`,
@@ -101,6 +115,9 @@ a TLS proxy (Caddy) or a tunnel, or give --tls-cert and --tls-key.`,
 	f.StringVar(&o.tlsKey, "tls-key", "", "the certificate's private key (PEM)")
 	f.StringArrayVar(&o.snsTopics, "sns-topic-arn", nil, "also take SNS's HTTPS POSTs of this topic (repeatable): arn:aws:sns:REGION:ACCOUNT:NAME")
 	f.StringVar(&o.sqsQueueURL, "sqs-queue-url", "", "also long-poll this SQS queue (https://sqs.REGION.amazonaws.com/ACCOUNT/NAME) and keep its messages")
+	f.StringArrayVar(&o.apply, "apply", nil, "apply statuses live to this campaign (its CSV or checkpoint; repeatable), besides those the operator ledger knows")
+	f.BoolVar(&o.noApply, "no-apply", false, "only keep: apply nothing live (reconcile the log later)")
+	o.hearing.flags(f)
 	return cmd
 }
 
@@ -137,8 +154,17 @@ func runReceive(ctx context.Context, ios *IO, o *receiveOptions, log *slog.Logge
 			return usagef("the ARN is on the topic's page in the SNS console", "--sns-topic-arn: %w", err)
 		}
 	}
-	r, err := receive.New(receive.Config{VerifyToken: token, AppSecret: []byte(secret), Dir: o.dir,
-		Rotate: receive.RotatePolicy{Size: o.rotateSize}, Log: log, NoWebhooks: !meta})
+	live, closeLive, err := o.startLive(ctx, log)
+	if err != nil {
+		return err
+	}
+	defer closeLive()
+	cfg := receive.Config{VerifyToken: token, AppSecret: []byte(secret), Dir: o.dir,
+		Rotate: receive.RotatePolicy{Size: o.rotateSize}, Log: log, NoWebhooks: !meta}
+	if live != nil {
+		cfg.OnKept = live.Kept
+	}
+	r, err := receive.New(cfg)
 	if err != nil {
 		return usagef("", "receive: %w", err)
 	}
@@ -175,7 +201,7 @@ func runReceive(ctx context.Context, ios *IO, o *receiveOptions, log *slog.Logge
 		poller = smsqueue.New(smsqueue.Config{Queue: q, Keeper: r, Log: log.With("front", "sqs")})
 	}
 	if !listens {
-		return receiveQueue(ctx, ios, o, r, poller, log)
+		return receiveQueue(ctx, ios, o, r, poller, live, log)
 	}
 	l, err := net.Listen("tcp", o.listen)
 	if err != nil {
@@ -214,7 +240,35 @@ func runReceive(ctx context.Context, ios *IO, o *receiveOptions, log *slog.Logge
 	if serveErr != nil {
 		return fmt.Errorf("receive: %w", serveErr)
 	}
-	return printReceiveStats(ios, r.Stats(), sns, poller)
+	return printReceiveStats(ios, r.Stats(), sns, poller, live)
+}
+
+// startLive starts live apply, unless --no-apply; done closes what it
+// opened.
+func (o *receiveOptions) startLive(ctx context.Context, log *slog.Logger) (_ *liveApplier, done func(), err error) {
+	if o.noApply {
+		if len(o.apply) > 0 {
+			return nil, nil, usagef("", "--apply and --no-apply exclude each other")
+		}
+		return nil, func() {}, nil
+	}
+	led, err := o.hearing.open(ctx, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	a, err := newLiveApplier(ctx, log.With("live", "apply"), led, o.hearing.keywords(), o.apply)
+	if err != nil {
+		if led != nil {
+			led.Close()
+		}
+		return nil, nil, err
+	}
+	return a, func() {
+		a.Close()
+		if led != nil {
+			led.Close()
+		}
+	}, nil
 }
 
 // startPoller runs p (if any) until ctx ends; the channel is closed when
@@ -230,7 +284,7 @@ func startPoller(ctx context.Context, p *smsqueue.Poller) <-chan struct{} {
 }
 
 // receiveQueue polls the queue alone, until interrupted.
-func receiveQueue(ctx context.Context, ios *IO, o *receiveOptions, r *receive.Receiver, p *smsqueue.Poller, log *slog.Logger) error {
+func receiveQueue(ctx context.Context, ios *IO, o *receiveOptions, r *receive.Receiver, p *smsqueue.Poller, live *liveApplier, log *slog.Logger) error {
 	fmt.Fprintf(ios.Err, "bulksend: polling %s ; keeping its messages in %s\n", esc(o.sqsQueueURL), esc(o.dir))
 	ctx, stop := signalContext(ctx, ios, log, receiveInterrupt)
 	defer stop()
@@ -238,7 +292,7 @@ func receiveQueue(ctx context.Context, ios *IO, o *receiveOptions, r *receive.Re
 	if err := r.Close(); err != nil {
 		return fmt.Errorf("receive: %w", err)
 	}
-	return printReceiveStats(ios, r.Stats(), nil, p)
+	return printReceiveStats(ios, r.Stats(), nil, p, live)
 }
 
 // receiveStats are what receive prints when it stops: the WhatsApp
@@ -247,10 +301,16 @@ type receiveStats struct {
 	receive.Stats
 	SNS *snsreceive.Stats `json:"sns,omitempty"`
 	SQS *smsqueue.Stats   `json:"sqs,omitempty"`
+	// Live is what live apply did (nil with --no-apply).
+	Live *liveStats `json:"live,omitempty"`
 }
 
-func printReceiveStats(ios *IO, st receive.Stats, sns *snsreceive.Handler, q *smsqueue.Poller) error {
+func printReceiveStats(ios *IO, st receive.Stats, sns *snsreceive.Handler, q *smsqueue.Poller, live *liveApplier) error {
 	out := receiveStats{Stats: st}
+	if live != nil {
+		s := live.Stats()
+		out.Live = &s
+	}
 	if sns != nil {
 		s := sns.Stats()
 		out.SNS = &s

@@ -12,8 +12,11 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/bulksend/bulksend/internal/campaign"
+	"github.com/bulksend/bulksend/internal/ledger"
+	"github.com/bulksend/bulksend/internal/optout"
 	"github.com/bulksend/bulksend/internal/reconcile"
 	smschannel "github.com/bulksend/bulksend/internal/sms/channel"
 	"github.com/bulksend/bulksend/internal/store"
@@ -28,6 +31,42 @@ type reconcileOptions struct {
 	unmatched string
 	grace     time.Duration
 	json      bool
+	hearing
+}
+
+// hearing are the flags of the commands that hear recipients back
+// (reconcile, receive): the operator ledger their opt-outs go to, and
+// the operator's own stop and start words.
+type hearing struct {
+	ledger                string
+	stopWords, startWords []string
+}
+
+func (h *hearing) flags(f *pflag.FlagSet) {
+	f.StringVar(&h.ledger, "ledger", "", "the operator ledger that keeps opt-outs (default $BULKSEND_LEDGER, else the user's state directory)")
+	f.StringArrayVar(&h.stopWords, "stop-word", nil, "a reply that also opts out, besides STOP, UNSUBSCRIBE and the FCC's and AWS's words (repeatable)")
+	f.StringArrayVar(&h.startWords, "start-word", nil, "a reply that also opts back in, besides START and UNSTOP (repeatable)")
+}
+
+func (h *hearing) keywords() optout.Keywords { return optout.New(h.stopWords, h.startWords) }
+
+// open opens the operator ledger. Without one, what is heard is counted
+// and replies recorded, but no opt-out is kept: said in the log.
+func (h *hearing) open(ctx context.Context, log *slog.Logger) (*ledger.Ledger, error) {
+	path := h.ledger
+	if path == "" {
+		p, err := ledger.DefaultPath()
+		if err != nil {
+			log.Warn("no operator ledger: opt-outs read are counted, not kept (pass --ledger PATH or set $BULKSEND_LEDGER)", "err", err)
+			return nil, nil
+		}
+		path = p
+	}
+	l, err := ledger.Open(ctx, path)
+	if err != nil {
+		return nil, usagef("pass --ledger PATH (or $BULKSEND_LEDGER) to a file of your own", "operator ledger: %w", err)
+	}
+	return l, nil
 }
 
 func newReconcileCmd(ios *IO, logger func() (*slog.Logger, error)) *cobra.Command {
@@ -80,6 +119,7 @@ status webhook in it; 3 rows still in doubt; 4 a run holds the checkpoint.`,
 	f.StringVar(&o.unmatched, "unmatched", "hold", "rows still in doubt: hold, resend (may duplicate) or fail (may miss)")
 	f.DurationVar(&o.grace, "grace", time.Hour, "apply --unmatched only to rows whose last attempt is older than this (webhooks can be late)")
 	f.BoolVar(&o.json, "json", false, "print the summary as one JSON object on stdout")
+	o.hearing.flags(f)
 	return cmd
 }
 
@@ -136,10 +176,23 @@ func runReconcile(ctx context.Context, ios *IO, o *reconcileOptions, log *slog.L
 	if err != nil {
 		return err
 	}
+	led, err := o.hearing.open(ctx, log)
+	if err != nil {
+		return err
+	}
+	if led != nil {
+		defer led.Close()
+	}
+	h := newHearer(ctx, led, st)
+	keywords := o.hearing.keywords()
 	for _, path := range logs {
-		if err := ch.reconcile(ctx, rc, path, ios.In, log); err != nil {
+		if err := ch.reconcile(ctx, rc, path, ios.In, log, keywords, h.hear); err != nil {
 			return err
 		}
+	}
+	heard, err := h.Flush()
+	if err != nil {
+		return err
 	}
 	sum, err := rc.Finish(ctx)
 	if err != nil {
@@ -150,11 +203,16 @@ func runReconcile(ctx context.Context, ios *IO, o *reconcileOptions, log *slog.L
 		return err
 	}
 	if o.json {
-		if err := json.NewEncoder(ios.Out).Encode(sum); err != nil {
+		out := struct {
+			reconcile.Summary
+			Heard heardSummary `json:"heard"`
+		}{sum, heard}
+		if err := json.NewEncoder(ios.Out).Encode(out); err != nil {
 			return err
 		}
 	} else {
 		printReconcile(ios, sum, counts)
+		printHeard(ios, heard, led != nil)
 	}
 	if counts.InDoubt > 0 {
 		return &unfinishedError{
@@ -170,9 +228,9 @@ func runReconcile(ctx context.Context, ios *IO, o *reconcileOptions, log *slog.L
 // meant: saying "nothing changed" with exit 0 would tell cron all is well.
 // One of webhook bodies without statuses (messages, template or account
 // updates: a quiet hour of a receiver's log) is counted, and is no error.
-func readWebhookLog(ctx context.Context, rc *reconcile.Reconciler, path string, stdin io.Reader, log *slog.Logger) error {
+func readWebhookLog(ctx context.Context, rc *reconcile.Reconciler, path string, stdin io.Reader, log *slog.Logger, k optout.Keywords, hear func(optout.Heard)) error {
 	log.Debug("reading webhook log", "path", path)
-	c, err := wachannel.ReadLog(ctx, rc, path, stdin)
+	c, err := wachannel.ReadLog(ctx, rc, path, stdin, wachannel.Hearing(k, hear))
 	if err != nil {
 		return err
 	}
@@ -188,9 +246,9 @@ func readWebhookLog(ctx context.Context, rc *reconcile.Reconciler, path string, 
 
 // readSMSEventLog applies the AWS SMS event records at path: JSON lines from
 // Firehose or a CloudWatch Logs export (see package smsevent).
-func readSMSEventLog(ctx context.Context, rc *reconcile.Reconciler, path string, stdin io.Reader, log *slog.Logger) error {
+func readSMSEventLog(ctx context.Context, rc *reconcile.Reconciler, path string, stdin io.Reader, log *slog.Logger, k optout.Keywords, hear func(optout.Heard)) error {
 	log.Debug("reading SMS event log", "path", path)
-	c, err := smschannel.ReadLog(ctx, rc, path, stdin)
+	c, err := smschannel.ReadLog(ctx, rc, path, stdin, smschannel.Hearing(k, hear))
 	if err != nil {
 		return err
 	}
@@ -223,6 +281,18 @@ func describeLog(c webhook.Counts) string {
 		return fmt.Sprintf("%s: %s, none with statuses (messages, not statuses?)", lines, n(c.NotStatus, "webhook body", "webhook bodies"))
 	default:
 		return lines + ", none a webhook body"
+	}
+}
+
+// printHeard says what recipients said back, when they said anything.
+func printHeard(ios *IO, h heardSummary, kept bool) {
+	if h == (heardSummary{}) {
+		return
+	}
+	fmt.Fprintf(ios.Err, "bulksend: reconcile: %d replies (%d rows took their first), %d opt-outs (%d new), %d opt-ins (%d lifted)\n",
+		h.Replies, h.Recorded, h.Stops, h.Added, h.Lifts, h.Lifted)
+	if !kept && h.Stops+h.Lifts > 0 {
+		fmt.Fprintln(ios.Err, "bulksend: reconcile: no operator ledger: those opt-outs were not kept")
 	}
 }
 

@@ -22,6 +22,7 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
+	"github.com/bulksend/bulksend/internal/campaign"
 	"github.com/bulksend/bulksend/internal/csvin"
 	"github.com/bulksend/bulksend/internal/store"
 	wachannel "github.com/bulksend/bulksend/internal/whatsapp/channel"
@@ -140,6 +141,7 @@ func TestScripts(t *testing.T) {
 			"private":    cmdPrivate,
 			"romount":    cmdROMount,
 			"damage":     cmdDamage,
+			"waitcount":  cmdWaitCount,
 		},
 	})
 }
@@ -154,7 +156,9 @@ func TestScripts(t *testing.T) {
 // realistic set, served at GET message_templates and checked on sends),
 // status (NAME:STATUS, after definitions), health/senderror/throughput/limit
 // (NUMBER-ID:VALUE), marketingoff=1, held, heldfail, cap (fractions),
-// mm=onboarded, mmsyncing=NAME, usage=AFTER:MINUTES.
+// mm=onboarded, mmsyncing=NAME, usage=AFTER:MINUTES, read (fraction),
+// statusdelay=MIN-MAX, reply/stop/button/stoppromo/prefstop (fractions),
+// replydelay=MIN-MAX, webhookurl, appsecret.
 func cmdSandbox(ts *testscript.TestScript, neg bool, args []string) {
 	if neg {
 		ts.Fatalf("unsupported: ! sandbox")
@@ -295,6 +299,14 @@ func cmdSandbox(ts *testscript.TestScript, neg bool, args []string) {
 			rd, err := sandbox.ParseDelay(v)
 			ts.Check(err)
 			cfg.ReplyDelay = rd
+		case "read":
+			cfg.ReadRate = f() // the share of delivered messages read
+		case "statusdelay":
+			// statusdelay=MIN-MAX: each of sent, delivered and read comes
+			// that long after the one before.
+			d, err := sandbox.ParseDelay(v)
+			ts.Check(err)
+			cfg.SentDelay, cfg.DeliveredDelay, cfg.ReadDelay = d, d, d
 		case "webhookurl":
 			cfg.WebhookURL = v // each webhook is also POSTed there, signed with appsecret
 		case "appsecret":
@@ -484,6 +496,34 @@ func countOf(ts *testscript.TestScript, db, status string) int64 {
 		ts.Fatalf("unknown status %q", status)
 	}
 	return v
+}
+
+// waitcount DB STATUS N waits up to 30 s until at least N rows of
+// checkpoint DB are in STATUS (a run or a receiver in the background
+// writes it).
+func cmdWaitCount(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 3 {
+		ts.Fatalf("usage: waitcount DB STATUS N")
+	}
+	want, err := strconv.ParseInt(args[2], 10, 64)
+	ts.Check(err)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		st, err := store.OpenRead(ts.MkAbs(args[0]))
+		if err == nil {
+			var c campaign.Counts
+			c, err = st.Counts(context.Background())
+			st.Close()
+			got := map[string]int64{"delivered": c.Delivered, "read": c.Read, "sent": c.Sent, "pending": c.Pending, "skipped": c.Skipped}[args[1]]
+			if err == nil && got >= want {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			ts.Fatalf("waitcount: fewer than %d rows %s within 30 s (%v)", want, args[1], err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // sqlcount DB STATUS N asserts that N rows of checkpoint DB are in STATUS

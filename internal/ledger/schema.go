@@ -59,6 +59,16 @@ var migrations = []string{
 	// 2: what an opt-out covers: 1 for marketing only (WhatsApp's "stop
 	// promotions", a user_preferences stop, 131050), 0 for everything.
 	`ALTER TABLE optouts ADD COLUMN marketing_only INTEGER NOT NULL DEFAULT 0;`,
+
+	// 3: an opt-out's audit trail (issue 26): the business number it
+	// reached (sender, '' when not known), and when and how a resume or a
+	// START lifted it (lifted_at, lifted_by; NULL while it holds). A
+	// lifted opt-out is kept, so that the record says what happened, and
+	// so that replaying an old log's STOP does not put back what a later
+	// START lifted.
+	`ALTER TABLE optouts ADD COLUMN sender TEXT NOT NULL DEFAULT '';
+	ALTER TABLE optouts ADD COLUMN lifted_at INTEGER;
+	ALTER TABLE optouts ADD COLUMN lifted_by TEXT;`,
 }
 
 // schemaVersion is the schema this code writes and reads.

@@ -88,3 +88,24 @@ func FuzzClassify(f *testing.F) {
 		}
 	})
 }
+
+func TestOfText(t *testing.T) {
+	for _, tc := range []struct {
+		text   string
+		want   Action
+		source string
+	}{
+		{"STOP", StopAll, "reply STOP"}, {"Arrêt", StopAll, "reply Arrêt"}, {"START", LiftAll, "reply START"},
+		{"help", Keep, ""}, {"thanks", Keep, ""},
+	} {
+		a, src := Default.OfText(tc.text)
+		if a != tc.want || src != tc.source {
+			t.Errorf("OfText(%q) = %v %q, want %v %q", tc.text, a, src, tc.want, tc.source)
+		}
+	}
+	for label, want := range map[string]bool{"Stop promotions": true, "Parar promoções": true, "STOP PROMOTIONS": true, "Arrêter les promotions": true, "Stop": false, "Track order": false} {
+		if IsStopPromotions(label) != want {
+			t.Errorf("IsStopPromotions(%q) = %v", label, !want)
+		}
+	}
+}

@@ -387,6 +387,11 @@ func (rc *Reconciler) Finish(ctx context.Context) (Summary, error) {
 	return rc.summary(), nil
 }
 
+// Summary is what the statuses read so far did, without Finish's policy:
+// for a receiver that applies statuses while a run sends, which must not
+// make the rows it is sending in doubt.
+func (rc *Reconciler) Summary() Summary { return rc.summary() }
+
 // summary is the summary so far.
 func (rc *Reconciler) summary() Summary {
 	s := rc.sum

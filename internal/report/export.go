@@ -23,6 +23,8 @@ var ExportColumns = []csvout.Column{
 	// Added by issue 12 (SMS; empty for WhatsApp but throttles).
 	{Name: "parts", Kind: csvout.Number}, {Name: "encoding"}, {Name: "throttles", Kind: csvout.Number},
 	{Name: "billed_parts", Kind: csvout.Number}, {Name: "charged_usd", Kind: csvout.Number},
+	// Added by issue 26: the recipient's first reply (a text, a tapped button).
+	{Name: "replied_at"}, {Name: "reply"},
 }
 
 // flag is a yes/no column: "true" or empty.
@@ -77,7 +79,8 @@ func WriteExport(ctx context.Context, st *store.Store, w io.Writer, raw bool) er
 			r.MessageID, code, r.ErrorTitle, ts(r.UpdatedAt), r.ExtID, strconv.FormatInt(r.Line, 10), r.Reason,
 			ts(r.SentAt), ts(r.DeliveredAt), ts(r.ReadAt),
 			flag(r.Held), r.FailReason, r.Price.Category, r.Price.Type, optBool(r.Price.Billable),
-			optInt(r.Parts), r.Encoding, strconv.Itoa(r.Throttles), optInt(r.Price.Parts), optFloat(r.Price.Charge))
+			optInt(r.Parts), r.Encoding, strconv.Itoa(r.Throttles), optInt(r.Price.Parts), optFloat(r.Price.Charge),
+			ts(r.RepliedAt), r.Reply)
 	})
 	if err != nil {
 		return err

@@ -587,6 +587,17 @@ func (c *Campaign) endSchedule(ctx context.Context, g *gate) (int64, error) {
 	return n, err
 }
 
+// noteCampaign records in the operator ledger where the campaign's
+// checkpoint is: a receiver applies its statuses while it runs (bulksend
+// receive finds it so), and its end says when it last ran.
+func (c *Campaign) noteCampaign(ctx context.Context, now time.Time) error {
+	l := c.opts.Ledger
+	if l == nil || c.tmp != "" {
+		return nil
+	}
+	return l.NoteCampaign(ctx, ledger.Campaign{Checkpoint: c.Store.Path(), CSV: c.opts.CSV, Channel: string(c.ch.Name()), ID: c.Settings.CampaignID, LastRun: now})
+}
+
 // noteLedger records in the operator ledger where the campaign is and
 // what its numbers were learned to accept; a ledger that cannot be
 // written is logged, never the run's failure.
@@ -596,7 +607,7 @@ func (c *Campaign) noteLedger(ctx context.Context, stats engine.Stats, seeded ma
 		return
 	}
 	now := time.Now()
-	err := l.NoteCampaign(ctx, ledger.Campaign{Checkpoint: c.Store.Path(), CSV: c.opts.CSV, Channel: string(c.ch.Name()), ID: c.Settings.CampaignID, LastRun: now})
+	err := c.noteCampaign(ctx, now)
 	for sender, r := range stats.Learned {
 		err = errors.Join(err, l.SetLearned(ctx, c.opts.ledgerKey(sender), r, now))
 	}

@@ -38,7 +38,7 @@ func (s *Store) Deliveries(ctx context.Context, rows []int64, wamids []string, o
 			for j := i; j < min(n, i+deliveryChunk); j++ {
 				keys = append(keys, key(j))
 			}
-			q := `SELECT ` + deliveryCols + ` FROM recipients WHERE ` + col + ` IN (` + strings.TrimSuffix(strings.Repeat("?,", len(keys)), ",") + `)`
+			q := `SELECT ` + deliveryCols + ` FROM recipients WHERE ` + col + ` IN (` + strings.TrimSuffix(strings.Repeat("?,", len(keys)), ",") + `)` + s.liveGuard("")
 			var rs *sql.Rows
 			var err error
 			switch {
@@ -128,7 +128,7 @@ func (s *Store) SaveDeliveries(ctx context.Context, withIDs, others []reconcile.
 			sent_at = ?7, delivered_at = ?8, read_at = ?9, updated_at = ?10,
 			pricing_category = COALESCE(pricing_category, ?11), pricing_type = COALESCE(pricing_type, ?12), billable = COALESCE(billable, ?13),
 			billed_parts = COALESCE(billed_parts, ?14), charged = COALESCE(charged, ?15)
-			WHERE row = ?1`)
+			WHERE row = ?1`+s.liveGuard(""))
 		if err != nil {
 			return fmt.Errorf("save states: %w", err)
 		}
@@ -147,7 +147,7 @@ func (s *Store) SaveDeliveries(ctx context.Context, withIDs, others []reconcile.
 	// gives one only to a row that has none) go in statements that leave
 	// it alone, a third narrower.
 	for _, priced := range []bool{false, true} {
-		if err := saveOthers(ctx, tx, others, priced, at); err != nil {
+		if err := saveOthers(ctx, tx, others, priced, at, s.liveGuard("recipients.")); err != nil {
 			return err
 		}
 	}
@@ -160,7 +160,7 @@ func (s *Store) SaveDeliveries(ctx context.Context, withIDs, others []reconcile.
 // saveOthers writes the status, times and, if priced, pricing of the
 // deliveries that have a pricing (priced) or none (!priced), deliveryBatch
 // rows per statement.
-func saveOthers(ctx context.Context, tx *sql.Tx, others []reconcile.Delivery, priced bool, at int64) error {
+func saveOthers(ctx context.Context, tx *sql.Tx, others []reconcile.Delivery, priced bool, at int64, guard string) error {
 	width, set := 5, ``
 	if priced {
 		width, set = 10, `, pricing_category = COALESCE(recipients.pricing_category, v.column6),
@@ -179,7 +179,7 @@ func saveOthers(ctx context.Context, tx *sql.Tx, others []reconcile.Delivery, pr
 	var first, last int64
 	flush := func() error {
 		q := `UPDATE recipients SET status = v.column2, sent_at = v.column3, delivered_at = v.column4, read_at = v.column5, updated_at = ?1` + set + `
-			FROM (VALUES ` + strings.TrimSuffix(strings.Repeat(one, n), ",") + `) AS v WHERE recipients.row = v.column1`
+			FROM (VALUES ` + strings.TrimSuffix(strings.Repeat(one, n), ",") + `) AS v WHERE recipients.row = v.column1` + guard
 		var err error
 		if n == deliveryBatch {
 			if full == nil {
@@ -221,6 +221,16 @@ func saveOthers(ctx context.Context, tx *sql.Tx, others []reconcile.Delivery, pr
 		return flush()
 	}
 	return nil
+}
+
+// liveGuard is the condition that keeps a live store's statuses off the
+// rows a run may be writing (see OpenLive); "" for a store that holds the
+// checkpoint.
+func (s *Store) liveGuard(table string) string {
+	if !s.live {
+		return ""
+	}
+	return ` AND ` + table + `status NOT IN ('pending', 'sending')`
 }
 
 // unpriced reports whether p says nothing.

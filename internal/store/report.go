@@ -296,6 +296,11 @@ type ExportRow struct {
 	Parts     int
 	Encoding  string
 	Throttles int
+
+	// Added by schema version 9: the recipient's first reply; zero and ""
+	// for none.
+	RepliedAt time.Time
+	Reply     string
 }
 
 // Export calls fn for every row in row order, streaming.
@@ -304,7 +309,8 @@ func (s *Store) Export(ctx context.Context, fn func(ExportRow) error) error {
 		COALESCE(wamid, ''), COALESCE(error_code, 0), COALESCE(error_title, ''), COALESCE(reason, ''),
 		attempted_at, sent_at, delivered_at, read_at, updated_at,
 		held, COALESCE(fail_reason, ''), COALESCE(pricing_category, ''), COALESCE(pricing_type, ''), billable,
-		COALESCE(parts, 0), COALESCE(encoding, ''), throttles, COALESCE(billed_parts, 0), charged
+		COALESCE(parts, 0), COALESCE(encoding, ''), throttles, COALESCE(billed_parts, 0), charged,
+		replied_at, COALESCE(reply, '')
 		FROM recipients ORDER BY row`)
 	if err != nil {
 		return fmt.Errorf("export: %w", err)
@@ -313,14 +319,14 @@ func (s *Store) Export(ctx context.Context, fn func(ExportRow) error) error {
 	for rows.Next() {
 		var r ExportRow
 		var st string
-		var attempted, sent, delivered, read sql.NullInt64
+		var attempted, sent, delivered, read, replied sql.NullInt64
 		var updated int64
 		var billable sql.NullBool
 		var charged sql.NullFloat64
 		if err := rows.Scan(&r.Row, &r.Line, &r.ExtID, &r.Phone, &r.Sender, &st, &r.Attempts, &r.MessageID,
 			&r.ErrorCode, &r.ErrorTitle, &r.Reason, &attempted, &sent, &delivered, &read, &updated,
 			&r.Held, &r.FailReason, &r.Price.Category, &r.Price.Type, &billable,
-			&r.Parts, &r.Encoding, &r.Throttles, &r.Price.Parts, &charged); err != nil {
+			&r.Parts, &r.Encoding, &r.Throttles, &r.Price.Parts, &charged, &replied, &r.Reply); err != nil {
 			return fmt.Errorf("export: %w", err)
 		}
 		if charged.Valid {
@@ -331,6 +337,7 @@ func (s *Store) Export(ctx context.Context, fn func(ExportRow) error) error {
 		}
 		r.Status = campaign.Status(st)
 		r.AttemptedAt, r.SentAt, r.DeliveredAt, r.ReadAt = fromMS(attempted), fromMS(sent), fromMS(delivered), fromMS(read)
+		r.RepliedAt = fromMS(replied)
 		r.UpdatedAt = time.UnixMilli(updated)
 		if err := fn(r); err != nil {
 			return err

@@ -128,6 +128,12 @@ var migrations = []string{
 	`ALTER TABLE recipients ADD COLUMN send_at INTEGER;
 	ALTER TABLE recipients ADD COLUMN zones TEXT;
 	ALTER TABLE recipients ADD COLUMN wait TEXT;`,
+
+	// 9: the recipient's first reply after the campaign's message (issue
+	// 26): when (Unix ms), and what (a tapped button's label or the first
+	// characters of the text). NULL for none.
+	`ALTER TABLE recipients ADD COLUMN replied_at INTEGER;
+	ALTER TABLE recipients ADD COLUMN reply TEXT;`,
 }
 
 // legacySkipKind reads a skip reason's kind off its wording, as releases

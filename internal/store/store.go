@@ -59,6 +59,11 @@ type Store struct {
 	attemptsInsert           *sql.Stmt // attemptsBatch attempts
 
 	run atomic.Int64 // the run BeginRun recorded: its attempts are its; 0 before
+
+	// live: opened by OpenLive, beside a run that may hold the checkpoint.
+	// Statuses then leave the rows a run may be writing alone (see
+	// OpenLive).
+	live bool
 }
 
 // claimSelect picks a claim's rows: retries that are due first (the rows
@@ -81,7 +86,20 @@ const claimSelect = `SELECT * FROM (SELECT row, phone, params, attempts, COALESC
 // at all, which it leaves as it was (ErrNotCheckpoint), a file with other
 // hard links (ErrHardLinked), and one it cannot write (ErrReadOnly: see
 // OpenRead).
-func Open(path string) (*Store, error) {
+func Open(path string) (*Store, error) { return open(path, false) }
+
+// OpenLive opens the checkpoint at path for a receiver that applies
+// statuses while a run may hold it (bulksend receive). It takes no lock
+// and migrates nothing: a checkpoint of an older schema is refused (a run
+// or reconcile migrates it). Its writes leave alone the rows a run may be
+// writing: those pending or sending are not read as deliveries, and a
+// delivery is saved only to a row that is neither, so a claim or an
+// answer recorded meanwhile wins (the run's own writes are conditional on
+// the row's status as well). A status so left out is applied by the next
+// reconcile of the receiver's log, which stays the source of truth.
+func OpenLive(path string) (*Store, error) { return open(path, true) }
+
+func open(path string, live bool) (*Store, error) {
 	path, err := Resolve(path)
 	if err != nil {
 		return nil, err
@@ -117,7 +135,16 @@ func Open(path string) (*Store, error) {
 	// One writer at a time is SQLite's rule; a single connection also
 	// keeps the WAL and temp tables simple.
 	db.SetMaxOpenConns(1)
-	s := &Store{db: db, q: db, path: path}
+	s := &Store{db: db, q: db, path: path, live: live}
+	if live {
+		if v, err := userVersion(context.Background(), db); err != nil || v != schemaVersion {
+			db.Close()
+			if err == nil {
+				err = fmt.Errorf("its schema is version %d, not %d: run bulksend reconcile on it once", v, schemaVersion)
+			}
+			return nil, fmt.Errorf("open checkpoint %q: %w", path, err)
+		}
+	}
 	if err := migrate(context.Background(), db); err != nil {
 		db.Close()
 		mark(&err)

@@ -21,6 +21,7 @@ import (
 	"github.com/bulksend/bulksend/internal/campaign"
 	"github.com/bulksend/bulksend/internal/listen"
 	"github.com/bulksend/bulksend/internal/logfile"
+	"github.com/bulksend/bulksend/internal/optout"
 	"github.com/bulksend/bulksend/internal/reconcile"
 	"github.com/bulksend/bulksend/internal/run"
 	"github.com/bulksend/bulksend/internal/sms"
@@ -399,13 +400,14 @@ func cmpOr(a, b string) string {
 
 // ReadLog applies the AWS SMS event records at path ("-": stdin, gzip
 // detected) to rc, and returns what it held.
-func ReadLog(ctx context.Context, rc *reconcile.Reconciler, path string, stdin io.Reader) (smsevent.Counts, error) {
+func ReadLog(ctx context.Context, rc *reconcile.Reconciler, path string, stdin io.Reader, inbound func(smsevent.Inbound)) (smsevent.Counts, error) {
 	f, err := logfile.OpenContext(ctx, path, stdin)
 	if err != nil {
 		return smsevent.Counts{}, err
 	}
 	defer f.Close()
 	r := smsevent.NewReader(f)
+	r.SetInbound(inbound)
 	if err := rc.Read(ctx, path, smsevent.Statuses(r)); err != nil {
 		if ctx.Err() == nil {
 			err = fmt.Errorf("SMS event log %s: %w", path, err)
@@ -413,6 +415,19 @@ func ReadLog(ctx context.Context, rc *reconcile.Reconciler, path string, stdin i
 		return smsevent.Counts{}, err
 	}
 	return r.Counts(), nil
+}
+
+// Hearing turns inbound SMS messages (replies to a two-way number) into
+// what recipients said back for hear: a reply recorded on the row of the
+// message it answers; a stop keyword opts the phone out of every message
+// of the business (every identity), START lifts it. keywords are the stop
+// and start words.
+func Hearing(keywords optout.Keywords, hear func(optout.Heard)) func(smsevent.Inbound) {
+	return func(in smsevent.Inbound) {
+		h := optout.Heard{Channel: "sms", Phone: in.From, Sender: in.To, At: in.At, MessageID: in.PreviousID, Text: in.Body, Reply: true}
+		h.Action, h.Source = keywords.OfText(in.Body)
+		hear(h)
+	}
 }
 
 var _ run.Marketer = (*Channel)(nil)

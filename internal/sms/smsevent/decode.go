@@ -173,6 +173,9 @@ type Inbound struct {
 	Body       string // messageBody: the text
 	ID         string // inboundMessageId (required)
 	PreviousID string // previousPublishedMessageId: the last message sent from To to From, if any
+	// At is the SNS notification's Timestamp, when it came in one (AWS's
+	// inbound message has no time of its own); zero otherwise.
+	At time.Time
 }
 
 // ParseInbound reads rec, one JSON object, as an inbound SMS message, raw
@@ -184,17 +187,23 @@ func ParseInbound(rec []byte) (_ Inbound, ok bool) {
 	if json.Unmarshal(rec, &f) != nil || f == nil {
 		return Inbound{}, false
 	}
+	var at time.Time
 	if typ, _ := str(f.get("Type")); typ == "Notification" && f.get("originationNumber") == nil {
 		msg, ok := str(f.get("Message"))
 		if !ok {
 			return Inbound{}, false
+		}
+		if ts, ok := str(f.get("Timestamp")); ok {
+			at, _ = time.Parse(time.RFC3339Nano, ts)
 		}
 		f = nil
 		if json.Unmarshal([]byte(msg), &f) != nil || f == nil {
 			return Inbound{}, false
 		}
 	}
-	return f.inbound()
+	in, ok := f.inbound()
+	in.At = at.UTC()
+	return in, ok
 }
 
 // inbound reads f as an inbound SMS message.

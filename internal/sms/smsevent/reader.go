@@ -100,6 +100,24 @@ type Reader struct {
 	err    error // sticky: io.EOF or the read error, once reading hit it
 	failed error // sticky: what Next returns
 	counts Counts
+
+	onInbound func(Inbound) // see SetInbound
+}
+
+// SetInbound makes the Reader give fn each inbound SMS message it meets
+// (a reply to a two-way number), synchronously, in log order, before Next
+// returns the events that follow it. fn must not call Next.
+func (r *Reader) SetInbound(fn func(Inbound)) { r.onInbound = fn }
+
+// inbound gives the inbound message rec holds to onInbound. The record is
+// decoded again: replies are few beside events.
+func (r *Reader) inbound(rec []byte) {
+	if r.onInbound == nil {
+		return
+	}
+	if in, ok := ParseInbound(rec); ok {
+		r.onInbound(in)
+	}
 }
 
 // lineHead is how much of a line's start is looked at to tell whether it
@@ -245,6 +263,9 @@ func (r *Reader) record(first bool) (bool, error) {
 					r.ev, k = r.rec.event(line, 0)
 				}
 			}
+			if k == kindInbound {
+				r.inbound(rec)
+			}
 			r.count(k, line, 1)
 			return k == kindEvent, nil
 		case scanBroken:
@@ -309,6 +330,9 @@ func (r *Reader) wholeLine() (ok, done bool) {
 	r.pos = end
 	ev, k := r.rec.event(r.line, 0)
 	r.ev = ev
+	if k == kindInbound {
+		r.inbound(rec)
+	}
 	r.count(k, r.line, 1)
 	return k == kindEvent, true
 }

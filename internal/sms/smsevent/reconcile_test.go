@@ -69,7 +69,7 @@ func testReconcile(t *testing.T, file string, invalid, notStatus int64, first []
 		// Applied 5: the queued and pending events carry prices, which only a
 		// final event gives (see status), and prove nothing the final ones do not.
 		Events: 8, Matched: 7, Applied: 5, Foreign: 1, Invalid: invalid, NotStatus: notStatus, FirstInvalidLines: first,
-		Settled: map[string]int64{"failed": 1}, Corrected: map[string]int64{}, Changed: 5,
+		Kinds: map[string]int64{}, Settled: map[string]int64{"failed": 1}, Corrected: map[string]int64{}, Changed: 5,
 		Logs: []reconcile.Log{{Name: file, Events: 8, Invalid: invalid, NotStatus: notStatus, FirstInvalidLines: first}},
 	}
 	if !reflect.DeepEqual(sum, want) {

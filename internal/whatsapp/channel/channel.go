@@ -368,13 +368,14 @@ func sandboxKnows() []string {
 
 // ReadLog applies the webhook log at path ("-": stdin, gzip detected) to
 // rc, and returns what it held.
-func ReadLog(ctx context.Context, rc *reconcile.Reconciler, path string, stdin io.Reader) (webhook.Counts, error) {
+func ReadLog(ctx context.Context, rc *reconcile.Reconciler, path string, stdin io.Reader, other webhook.Other) (webhook.Counts, error) {
 	f, err := logfile.OpenContext(ctx, path, stdin)
 	if err != nil {
 		return webhook.Counts{}, err
 	}
 	defer f.Close() // read only: its close error says nothing
 	r := webhook.NewReader(f)
+	r.SetOther(other)
 	if err := rc.Read(ctx, path, webhook.Statuses(r)); err != nil {
 		if ctx.Err() == nil {
 			err = fmt.Errorf("webhook log %s: %w", path, err)

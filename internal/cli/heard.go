@@ -1,0 +1,134 @@
+package cli
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/bulksend/bulksend/internal/campaign"
+	"github.com/bulksend/bulksend/internal/ledger"
+	"github.com/bulksend/bulksend/internal/optout"
+	"github.com/bulksend/bulksend/internal/store"
+)
+
+// heardBatch is how many things heard wait before they are applied: a
+// log of replies is applied as it is read, in constant memory.
+const heardBatch = 1000
+
+// hearer applies what recipients said back, in log order: replies to the
+// rows they answer (of the campaigns given), stops and lifts to the
+// operator ledger's opt-outs. It is called from the goroutine that reads
+// a log; its methods are safe for one caller at a time and Flush.
+type hearer struct {
+	ctx context.Context
+	led *ledger.Ledger // nil: opt-outs are counted, not kept
+	// replies records replies on a campaign's rows; nil: none are.
+	replies func(ctx context.Context, r []campaign.Reply) (int64, error)
+
+	mu   sync.Mutex
+	pend []optout.Heard
+	err  error
+	sum  heardSummary
+}
+
+// heardSummary is what a hearer applied.
+type heardSummary struct {
+	Replies  int64 `json:"replies"`          // replies and taps read
+	Recorded int64 `json:"replies_recorded"` // rows that took their first reply
+	Stops    int64 `json:"opt_outs"`         // stops read (keywords, opt-out taps, preference stops)
+	Added    int64 `json:"opt_outs_added"`   // phones newly opted out in the ledger
+	Lifts    int64 `json:"lifts"`            // STARTs and resumes read
+	Lifted   int64 `json:"opt_outs_lifted"`  // opt-outs they lifted
+}
+
+func newHearer(ctx context.Context, led *ledger.Ledger, st *store.Store) *hearer {
+	h := &hearer{ctx: ctx, led: led}
+	if st != nil {
+		h.replies = st.RecordReplies
+	}
+	return h
+}
+
+// hear takes one thing heard.
+func (h *hearer) hear(x optout.Heard) {
+	if x.At.IsZero() {
+		x.At = time.Now() // a reply without a time of its own (an SMS outside SNS) is as new as its reading
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.err != nil {
+		return
+	}
+	h.pend = append(h.pend, x)
+	if len(h.pend) >= heardBatch {
+		h.err = h.apply()
+	}
+}
+
+// Flush applies what waits and returns the first error met.
+func (h *hearer) Flush() (heardSummary, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.err == nil {
+		h.err = h.apply()
+	}
+	return h.sum, h.err
+}
+
+func (h *hearer) apply() error {
+	pend := h.pend
+	h.pend = h.pend[:0]
+	var replies []campaign.Reply
+	for _, x := range pend {
+		if x.Reply {
+			h.sum.Replies++
+			replies = append(replies, campaign.Reply{Phone: x.Phone, MessageID: x.MessageID, At: x.At, Text: x.Text})
+		}
+		if err := h.ledger(x); err != nil {
+			return err
+		}
+	}
+	if h.replies != nil && len(replies) > 0 {
+		n, err := h.replies(h.ctx, replies)
+		h.sum.Recorded += n
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ledger applies x's action to the ledger's opt-outs.
+func (h *hearer) ledger(x optout.Heard) error {
+	switch x.Action {
+	case optout.StopAll, optout.StopMarketing:
+		h.sum.Stops++
+		if h.led == nil {
+			return nil
+		}
+		n, err := h.led.AddOptOuts(h.ctx, []ledger.OptOut{{Phone: x.Phone, Channel: x.Channel, Source: x.Source,
+			Sender: x.Sender, At: x.At, MarketingOnly: x.Action == optout.StopMarketing}})
+		h.sum.Added += int64(n)
+		return err
+	case optout.LiftAll, optout.LiftMarketing:
+		h.sum.Lifts++
+		if h.led == nil {
+			return nil
+		}
+		ok, err := h.led.Lift(h.ctx, x.Phone, x.Action == optout.LiftMarketing, x.At, x.Source)
+		if ok {
+			h.sum.Lifted++
+		}
+		return err
+	}
+	return nil
+}
+
+func (s *heardSummary) add(o heardSummary) {
+	s.Replies += o.Replies
+	s.Recorded += o.Recorded
+	s.Stops += o.Stops
+	s.Added += o.Added
+	s.Lifts += o.Lifts
+	s.Lifted += o.Lifted
+}
