@@ -102,6 +102,10 @@ type Send struct {
 	At   time.Time // when the send may leave
 	Cost int
 	seq  uint64
+	// shared: booked in a shared Book, which saw seen parts booked by
+	// every process in the second before the slot.
+	shared bool
+	seen   int
 }
 
 // Change tells that throttles showed a number accepts less than its
@@ -118,6 +122,7 @@ type Pacer struct {
 	mu      sync.Mutex
 	ceiling float64 // +Inf: no limit until the API shows one
 	numbers map[string]*number
+	book    Book // nil: the pacer's own record alone (Shared sets it)
 }
 
 // New returns a Pacer for numbers allowed perSecond sends each (the
@@ -218,6 +223,8 @@ type number struct {
 	before     float64   // the limit before the episode
 	lowered    time.Time // when a throttle last lowered the limit
 	unreported bool      // a lowered limit not yet reported
+
+	version int64 // the latest news of a shared Book's taken or given
 }
 
 func (p *Pacer) number(from string) *number {
@@ -467,8 +474,12 @@ func (p *Pacer) ReserveN(from string, now time.Time, cost int) (s Send, wait tim
 	if now.Before(n.pausedUntil) {
 		return Send{}, n.pausedUntil.Sub(now), false
 	}
-	if s, ok := n.tryOver(from, now, cost); ok {
-		return s, 0, true
+	// A shared book runs the trial: this process's record holds only
+	// its own share of the second.
+	if p.book == nil {
+		if s, ok := n.tryOver(from, now, cost); ok {
+			return s, 0, true
+		}
 	}
 	first := n.lim.ReserveN(now, 1)
 	leave := now.Add(first.DelayFrom(now))
@@ -517,8 +528,18 @@ func (p *Pacer) Reserve(from string, now time.Time) (Send, time.Duration, bool) 
 
 // WaitN blocks until a send of cost tokens from from may leave (see
 // ReserveN), or ctx is done. A slot booked is not given back when ctx
-// ends first: the pacer errs on the slow side.
+// ends first: the pacer errs on the slow side. A Shared pacer books the
+// send in its Book too, and returns the Book's error when it cannot.
 func (p *Pacer) WaitN(ctx context.Context, from string, cost int) (Send, error) {
+	s, err := p.waitLocal(ctx, from, cost)
+	if err != nil || p.book == nil {
+		return s, err
+	}
+	return p.share(ctx, s)
+}
+
+// waitLocal is WaitN on the pacer's own record.
+func (p *Pacer) waitLocal(ctx context.Context, from string, cost int) (Send, error) {
 	for {
 		s, d, ok := p.ReserveN(from, time.Now(), cost)
 		if d > 0 {
@@ -570,8 +591,22 @@ func (p *Pacer) Left(s Send, at time.Time) {
 // ceiling.
 func (p *Pacer) Answered(s Send, v Verdict, now time.Time) (Change, bool) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	n := p.number(s.From)
+	limit, paused := n.limit, n.pausedUntil
+	c, ok := n.answered(s, v, now)
+	var w News
+	tell := false
+	if p.book != nil {
+		w, tell = n.news(limit, paused, now)
+	}
+	p.mu.Unlock()
+	if tell {
+		p.tell(s.From, w)
+	}
+	return c, ok
+}
+
+func (n *number) answered(s Send, v Verdict, now time.Time) (Change, bool) {
 	if n.open && !s.At.Before(n.adjusted) {
 		n.settle(now)
 	}
@@ -636,6 +671,11 @@ func (n *number) mark(s Send, to state) {
 // own pace as its limit while nothing of it is accepted (see throttled).
 // Sends that left at the same instant count if they were booked before s.
 func (n *number) seen(s Send) (seen, kept, took int) {
+	if s.shared {
+		// Every process's sends, as the book saw them: their answers are
+		// the other processes' to know.
+		return s.seen, s.seen, s.seen
+	}
 	i := n.index(s.seq)
 	if i < 0 {
 		return n.counted, n.counted, n.counted
