@@ -224,7 +224,8 @@ type number struct {
 	lowered    time.Time // when a throttle last lowered the limit
 	unreported bool      // a lowered limit not yet reported
 
-	version int64 // the latest news of a shared Book's taken or given
+	version int64         // the latest news of a shared Book's taken or given
+	late    time.Duration // how late this process's shared sends leave of late (see lateBy)
 }
 
 func (p *Pacer) number(from string) *number {
@@ -569,6 +570,9 @@ func (p *Pacer) Left(s Send, at time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	n := p.number(s.From)
+	if s.shared {
+		n.lateBy(at.Sub(s.At))
+	}
 	for k := range uint64(max(s.Cost, 1)) {
 		// Only sends still in the last second's count: one booked more
 		// than a second before it left is out of the count already, and

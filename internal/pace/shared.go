@@ -69,7 +69,7 @@ func Shared(perSecond float64, b Book) *Pacer {
 
 // terms are n's rules for a send of cost parts.
 func (n *number) terms(cost int) Terms {
-	t := Terms{Interval: n.interval(), Allowed: n.allowed(n.limit), Hold: n.holdFor(cost)}
+	t := Terms{Interval: n.interval(), Allowed: n.allowed(n.limit), Hold: n.holdFor(cost) + n.late}
 	if n.parts {
 		t.Guard = guard
 	}
@@ -153,6 +153,22 @@ func (n *number) adopt(limit float64, now time.Time) {
 		n.learned, n.shown = n.ceiling, 0
 	}
 	n.setLimit(now)
+}
+
+// maxLate bounds what lateness adds to a shared send's hold: a process
+// stalled longer is an accident, not a habit to book for.
+const maxLate = 20 * time.Millisecond
+
+// lateBy records that a shared send left d after its slot. The other
+// processes cannot know when this one's sends really leave (the pacer's
+// own record moves a late send, Left, but the book's does not), so each
+// of its bookings counts for as much longer as its sends have been late of
+// late: the largest lateness, fading by a 64th at each send.
+func (n *number) lateBy(d time.Duration) {
+	n.late -= n.late / 64
+	if d > n.late {
+		n.late = min(d, maxLate)
+	}
 }
 
 // news is what Answered changed in n that other processes must know: a
