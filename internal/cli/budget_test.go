@@ -150,7 +150,7 @@ func acceptedRate(t *testing.T, path, from string) (n int, perSecond float64) {
 
 // TestBudgetSharedByProcesses: three processes, three campaigns, one
 // number, --budget through a real redis-server, against a sandbox process
-// whose strict window allows the number 200 requests a second: nothing
+// whose strict window allows the number 100 requests a second: nothing
 // throttled, every campaign complete, and together near the limit. The
 // figures at 400/s, with two numbers, processes started apart and one
 // killed, are BenchmarkSharedBudget's.
@@ -161,13 +161,13 @@ func TestBudgetSharedByProcesses(t *testing.T) {
 	rs := redistest.Start(t)
 	dir := t.TempDir()
 	accepted := filepath.Join(dir, "accepted.jsonl")
-	sb := startSandboxProc(t, "--strict-window", "--rate", "200", "--latency", "20ms", "--jitter", "5ms", "--accepted", accepted)
-	const rows = 300
+	sb := startSandboxProc(t, "--strict-window", "--rate", "100", "--latency", "20ms", "--jitter", "5ms", "--accepted", accepted)
+	const rows = 150
 	var cmds []*exec.Cmd
 	var outs []*syncBuffer
 	for i, name := range []string{"a", "b", "c"} {
 		writeRows(t, filepath.Join(dir, name+".csv"), i*rows, rows)
-		cmd := sb.run(dir, name+".csv", "--from", "1000001", "--template", "welcome", "--rate", "200", "--budget", rs.URL(), "--log-level", "warn")
+		cmd := sb.run(dir, name+".csv", "--from", "1000001", "--template", "welcome", "--rate", "100", "--budget", rs.URL(), "--log-level", "warn")
 		out := &syncBuffer{}
 		cmd.Stdout, cmd.Stderr = out, out
 		if err := cmd.Start(); err != nil {
@@ -182,14 +182,14 @@ func TestBudgetSharedByProcesses(t *testing.T) {
 	}
 	st := sb.stats()
 	n, rate := acceptedRate(t, accepted, "1000001")
-	t.Logf("%d accepted, %.1f/s together (%.3f of 200/s), %d throttled, at most %d arrivals in a sliding second",
-		n, rate, rate/200, st.Throttled, st.MaxArrivals["1000001"])
+	t.Logf("%d accepted, %.1f/s together (%.3f of 100/s), %d throttled, at most %d arrivals in a sliding second",
+		n, rate, rate/100, st.Throttled, st.MaxArrivals["1000001"])
 	if st.Accepted != 3*rows || st.Duplicates != 0 || st.Throttled != 0 {
 		t.Fatalf("sandbox: %d accepted, %d duplicates, %d throttled; want %d, 0, 0", st.Accepted, st.Duplicates, st.Throttled, 3*rows)
 	}
 	// A generous floor: the processes are the race detector's, on a
 	// machine shared with others.
-	if rate < 0.85*200 {
+	if rate < 0.85*100 {
 		t.Errorf("together %.1f/s: the processes did not reach the number's limit", rate)
 	}
 }
