@@ -83,6 +83,19 @@ func (s *sandboxProc) run(dir string, args ...string) *exec.Cmd {
 	return cmd
 }
 
+// start starts a run child in dir; its output goes to the buffer, its
+// exit to the channel.
+func (s *sandboxProc) start(dir string, args ...string) (*exec.Cmd, *syncBuffer, <-chan error) {
+	s.t.Helper()
+	cmd := s.run(dir, args...)
+	out := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		s.t.Fatal(err)
+	}
+	return cmd, out, waitChild(cmd)
+}
+
 // writeRows writes a campaign of rows recipients from the sample number
 // first on: campaigns that share a number have recipients of their own.
 func writeRows(t *testing.T, path string, first, rows int) {
@@ -163,20 +176,15 @@ func TestBudgetSharedByProcesses(t *testing.T) {
 	accepted := filepath.Join(dir, "accepted.jsonl")
 	sb := startSandboxProc(t, "--strict-window", "--rate", "100", "--latency", "20ms", "--jitter", "5ms", "--accepted", accepted)
 	const rows = 150
-	var cmds []*exec.Cmd
+	var exits []<-chan error
 	var outs []*syncBuffer
 	for i, name := range []string{"a", "b", "c"} {
 		writeRows(t, filepath.Join(dir, name+".csv"), i*rows, rows)
-		cmd := sb.run(dir, name+".csv", "--from", "1000001", "--template", "welcome", "--rate", "100", "--budget", rs.URL(), "--log-level", "warn")
-		out := &syncBuffer{}
-		cmd.Stdout, cmd.Stderr = out, out
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		cmds, outs = append(cmds, cmd), append(outs, out)
+		_, out, exited := sb.start(dir, name+".csv", "--from", "1000001", "--template", "welcome", "--rate", "100", "--budget", rs.URL(), "--log-level", "warn")
+		exits, outs = append(exits, exited), append(outs, out)
 	}
-	for i, cmd := range cmds {
-		if code := exitCodeOf(cmd.Wait()); code != ExitOK {
+	for i, exited := range exits {
+		if code := exitCodeOf(<-exited); code != ExitOK {
 			t.Errorf("run %d: exit %d\n%s", i, code, outs[i])
 		}
 	}
@@ -207,20 +215,15 @@ func TestBudgetServerGone(t *testing.T) {
 	sb := startSandboxProc(t, "--strict-window", "--rate", "200", "--latency", "30ms", "--jitter", "5ms")
 	const rows = 400
 	names := []string{"a", "b", "c"}
-	var cmds []*exec.Cmd
-	var outs []*syncBuffer
+	cmds := make([]*exec.Cmd, len(names))
+	outs := make([]*syncBuffer, len(names))
+	exits := make([]<-chan error, len(names))
 	args := func(name string) []string {
 		return []string{name + ".csv", "--from", "1000001", "--template", "welcome", "--rate", "200", "--budget", rs.URL(), "--log-level", "warn"}
 	}
 	for i, name := range names {
 		writeRows(t, filepath.Join(dir, name+".csv"), i*rows, rows)
-		cmd := sb.run(dir, args(name)...)
-		out := &syncBuffer{}
-		cmd.Stdout, cmd.Stderr = out, out
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		cmds, outs = append(cmds, cmd), append(outs, out)
+		cmds[i], outs[i], exits[i] = sb.start(dir, args(name)...)
 	}
 	deadline := time.Now().Add(30 * time.Second)
 	for sb.stats().Accepted < 200 {
@@ -231,10 +234,8 @@ func TestBudgetServerGone(t *testing.T) {
 	}
 	rs.Stop()
 	for i, cmd := range cmds {
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
 		select {
-		case err := <-done:
+		case err := <-exits[i]:
 			if code := exitCodeOf(err); code != ExitUnfinished {
 				t.Errorf("run %d: exit %d, want %d\n%s", i, code, ExitUnfinished, outs[i])
 			}
@@ -260,20 +261,55 @@ func TestBudgetServerGone(t *testing.T) {
 
 	rs.Restart()
 	for i, name := range names {
-		cmds[i] = sb.run(dir, args(name)...)
-		outs[i] = &syncBuffer{}
-		cmds[i].Stdout, cmds[i].Stderr = outs[i], outs[i]
-		if err := cmds[i].Start(); err != nil {
-			t.Fatal(err)
-		}
+		cmds[i], outs[i], exits[i] = sb.start(dir, args(name)...)
 	}
-	for i, cmd := range cmds {
-		if code := exitCodeOf(cmd.Wait()); code != ExitOK {
+	for i := range cmds {
+		if code := exitCodeOf(<-exits[i]); code != ExitOK {
 			t.Errorf("resume %d: exit %d\n%s", i, code, outs[i])
 		}
 	}
 	st := sb.stats()
 	if st.Accepted != 3*rows || st.Duplicates != 0 || st.Throttled != 0 {
 		t.Fatalf("after the resumes the sandbox has %d accepted, %d twice, %d throttled; want %d, 0, 0", st.Accepted, st.Duplicates, st.Throttled, 3*rows)
+	}
+}
+
+// TestLeaseSplitsANumber: two runs on one machine, one number, no
+// --budget: the second sees the first through the operator ledger's
+// leases, both say so (the log, status), and together they keep within
+// the number's limit: nothing throttled, both complete.
+func TestLeaseSplitsANumber(t *testing.T) {
+	if testing.Short() {
+		t.Skip("sends for several seconds")
+	}
+	dir := t.TempDir()
+	sb := startSandboxProc(t, "--strict-window", "--rate", "100", "--latency", "20ms", "--jitter", "5ms")
+	writeRows(t, filepath.Join(dir, "a.csv"), 0, 400)
+	writeRows(t, filepath.Join(dir, "b.csv"), 400, 200)
+	args := func(name string) []string {
+		return []string{name + ".csv", "--from", "1000001", "--template", "welcome", "--rate", "100", "--log-level", "info", "--progress-interval", "1h"}
+	}
+	_, aOut, aDone := sb.start(dir, args("a")...)
+	until(t, aDone, aOut, "50 accepted", func() bool { return sb.stats().Accepted >= 50 })
+	_, bOut, bDone := sb.start(dir, args("b")...)
+	until(t, bDone, bOut, "the split", func() bool { return strings.Contains(bOut.String(), "2 runs on this machine send from it") })
+	status := exec.Command(os.Args[0], "status", "a.csv")
+	status.Dir, status.Env = dir, append(os.Environ(), "BULKSEND_TEST_MAIN=1")
+	out, err := status.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "number 1000001 is shared with 1 other run(s) on this machine") {
+		t.Errorf("status while both run (%v):\n%s", err, out)
+	}
+	for name, done := range map[string]<-chan error{"a": aDone, "b": bDone} {
+		if code := exitCodeOf(<-done); code != ExitOK {
+			t.Errorf("run %s: exit %d\n%s%s", name, code, aOut, bOut)
+		}
+	}
+	st := sb.stats()
+	t.Logf("%d accepted, %d throttled, at most %d arrivals in a sliding second", st.Accepted, st.Throttled, st.MaxArrivals["1000001"])
+	if st.Accepted != 600 || st.Throttled != 0 || st.Duplicates != 0 {
+		t.Fatalf("sandbox: %d accepted, %d throttled, %d twice; want 600, 0, 0\n%s%s", st.Accepted, st.Throttled, st.Duplicates, aOut, bOut)
+	}
+	if !strings.Contains(aOut.String(), "2 runs on this machine send from it") || !strings.Contains(aOut.String(), "this run sends at the whole 100/s") {
+		t.Errorf("run a did not say it split the number, then took it whole:\n%s", aOut)
 	}
 }

@@ -669,6 +669,12 @@ func (e *Engine) Rates() map[string]float64 {
 	return out
 }
 
+// Split makes this run send from sender at share (0 to 1] of the rate
+// from now: other runs send from the number too.
+func (e *Engine) Split(sender string, share float64) {
+	e.pacer.Split(sender, share, time.Now())
+}
+
 // Limits returns what each sender number is believed to accept per
 // second: the configured rate until a throttle shows less; +Inf when
 // unlimited.

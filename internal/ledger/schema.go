@@ -59,6 +59,24 @@ var migrations = []string{
 	// 2: what an opt-out covers: 1 for marketing only (WhatsApp's "stop
 	// promotions", a user_preferences stop, 131050), 0 for everything.
 	`ALTER TABLE optouts ADD COLUMN marketing_only INTEGER NOT NULL DEFAULT 0;`,
+
+	// 3: leases: the runs sending from a number now, one row a run and a
+	// number, renewed while the run sends (expires), removed when it ends.
+	// key is the number as the run's ledger scope keeps it (what runs
+	// split by); sender the number itself, for status.
+	`CREATE TABLE leases (
+		key        TEXT NOT NULL,
+		holder     TEXT NOT NULL,
+		sender     TEXT NOT NULL,
+		host       TEXT NOT NULL,
+		pid        INTEGER NOT NULL,
+		checkpoint TEXT NOT NULL,
+		rate       REAL NOT NULL,
+		since      INTEGER NOT NULL,
+		expires    INTEGER NOT NULL,
+		PRIMARY KEY (key, holder)
+	) WITHOUT ROWID;
+	CREATE INDEX leases_sender ON leases(sender);`,
 }
 
 // schemaVersion is the schema this code writes and reads.

@@ -224,6 +224,7 @@ type number struct {
 	lowered    time.Time // when a throttle last lowered the limit
 	unreported bool      // a lowered limit not yet reported
 
+	share   float64       // of the limit this process sends at: 1, or less when runs split the number (Split)
 	version int64         // the latest news of a shared Book's taken or given
 	late    time.Duration // how late this process's shared sends leave of late (see lateBy)
 }
@@ -231,7 +232,7 @@ type number struct {
 func (p *Pacer) number(from string) *number {
 	n, ok := p.numbers[from]
 	if !ok {
-		n = &number{ceiling: p.ceiling, limit: p.ceiling, learned: p.ceiling, widen: 1, quiet: probeAfter}
+		n = &number{ceiling: p.ceiling, limit: p.ceiling, learned: p.ceiling, widen: 1, quiet: probeAfter, share: 1}
 		n.lim = rate.NewLimiter(n.pace(), 1)
 		p.numbers[from] = n
 	}
@@ -250,7 +251,8 @@ func (n *number) pace() rate.Limit {
 }
 
 func (n *number) paced(widen float64) float64 {
-	return max(n.limit-headroom(n.limit, widen), n.limit*0.5)
+	l := n.limit * n.share
+	return max(l-headroom(l, widen), l*0.5)
 }
 
 // warm starts the first second's wider headroom at the first send, and
@@ -300,6 +302,7 @@ func (n *number) allowed(limit float64) int {
 	if !n.warmUntil.IsZero() {
 		w *= 2
 	}
+	limit *= n.share
 	p := max(limit-headroom(limit, w), limit*0.5)
 	return max(1, int(math.Floor(min(math.Ceil(p-1e-9), limit)+1e-9)))
 }
@@ -375,7 +378,7 @@ func (n *number) holdFor(cost int) time.Duration {
 	if math.IsInf(n.limit, 1) || !(n.limit > 0) {
 		return time.Second
 	}
-	return max(time.Second, time.Duration(math.Ceil(float64(cost)*float64(time.Second)/n.limit)))
+	return max(time.Second, time.Duration(math.Ceil(float64(cost)*float64(time.Second)/(n.limit*n.share))))
 }
 
 // room reports whether a send of cost parts leaving at leave finds room
@@ -780,7 +783,8 @@ func (n *number) throttled(s Send, now time.Time) {
 		// tells which (settle).
 		n.bunched, n.before = true, n.limit
 	}
-	if l := max(1, float64(full-1)); l < n.limit {
+	// Counted in this process's share of the number (Split).
+	if l := max(1, float64(full-1)) / n.share; l < n.limit {
 		n.limit, n.lowered = l, now
 		if !n.bunched {
 			n.showed(n.limit)
@@ -934,6 +938,22 @@ func (p *Pacer) Seed(from string, limit float64, now time.Time) {
 	n.limit, n.learned, n.shown = limit, limit, limit
 	n.lastThrottle, n.lastRaise, n.adjusted = now, now, now
 	n.setLimit(now)
+}
+
+// Split makes this process send from from at share (0 to 1] of what the
+// number accepts, from now: other runs send from it too. The limit, what
+// is learned and the trials stay the number's own.
+func (p *Pacer) Split(from string, share float64, now time.Time) {
+	if !(share > 0) || share > 1 {
+		share = 1
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := p.number(from)
+	if n.share != share {
+		n.share = share
+		n.setLimit(now)
+	}
 }
 
 // Rate returns the pace from is sent at now, per second (headroom and

@@ -282,7 +282,9 @@ func (c *Campaign) drive(ctx, runCtx context.Context, sender *Sender, h Hooks) (
 	if h.Started != nil {
 		stopped = h.Started(eng, started, counts)
 	}
+	release := c.holdLeases(runCtx, eng, cfg.Senders, cfg.Rate)
 	runErr := eng.Run(runCtx)
+	release()
 	if stopped != nil {
 		stopped()
 	}
