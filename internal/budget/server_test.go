@@ -14,61 +14,85 @@ import (
 
 // TestPacersShareANumber: three pacers, each with its own connections as
 // three processes would have, send from one number through a real
-// redis-server for two seconds. Together they keep within the number's
+// redis-server for two seconds: WhatsApp messages, and SMS of one to
+// three parts that count at once. Together they keep within the number's
 // limit in every sliding second and reach nearly all of it. Real time: it
-// measures a ratio, with a margin for a busy machine.
+// measures ratios, with a margin for a busy machine.
 func TestPacersShareANumber(t *testing.T) {
 	if testing.Short() {
-		t.Skip("sends in real time for two seconds")
+		t.Skip("sends in real time for two seconds a case")
 	}
 	srv := redistest.Start(t)
-	const limit, procs = 200.0, 3
-	run := 2 * time.Second
-	var mu sync.Mutex
-	var sent []time.Time
-	var wg sync.WaitGroup
-	ctx, cancel := context.WithTimeout(context.Background(), run)
-	defer cancel()
-	for range procs {
-		b, err := Open(context.Background(), Options{URL: srv.URL(), Namespace: t.Name()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer b.Close()
-		p := pace.Shared(limit, b)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				s, err := p.WaitN(ctx, "1000001", 1)
-				if err != nil {
-					return
-				}
-				now := time.Now()
-				p.Left(s, now)
-				mu.Lock()
-				sent = append(sent, now)
-				mu.Unlock()
-				p.Answered(s, pace.Counted, now)
+	cases := []struct {
+		name  string
+		limit float64
+		parts []int // the parts of each pacer's sends, in turn
+		floor float64
+	}{
+		{name: "messages", limit: 200, parts: []int{1}, floor: 0.95},
+		// SMS at 50 parts/s: a second holds what the limit allows, so the
+		// pace loses some of it to sends that do not fit the second's end.
+		{name: "SMS parts", limit: 50, parts: []int{1, 3, 2, 1, 2}, floor: 0.75},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			type sent struct {
+				at    time.Time
+				parts int
 			}
-		}()
-	}
-	wg.Wait()
-	sort.Slice(sent, func(i, j int) bool { return sent[i].Before(sent[j]) })
-	most := 0
-	for i, j := 0, 0; j < len(sent); j++ {
-		for sent[j].Sub(sent[i]) >= time.Second {
-			i++
-		}
-		most = max(most, j-i+1)
-	}
-	rate := float64(len(sent)-1) / sent[len(sent)-1].Sub(sent[0]).Seconds()
-	t.Logf("%d sends by %d pacers: %.1f/s of %.0f/s (%.3f), at most %d in a sliding second", len(sent), procs, rate, limit, rate/limit, most)
-	if most > int(limit) {
-		t.Errorf("a sliding second held %d sends: over the limit %v", most, limit)
-	}
-	if rate < 0.95*limit {
-		t.Errorf("together %.1f/s: under 0.95 of %v", rate, limit)
+			var mu sync.Mutex
+			var all []sent
+			var wg sync.WaitGroup
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			for i := range 3 {
+				b, err := Open(context.Background(), Options{URL: srv.URL(), Namespace: t.Name()})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer b.Close()
+				p := pace.Shared(tc.limit, b)
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for k := i; ; k++ {
+						cost := tc.parts[k%len(tc.parts)]
+						s, err := p.WaitN(ctx, "1000001", cost)
+						if err != nil {
+							return
+						}
+						now := time.Now()
+						p.Left(s, now)
+						mu.Lock()
+						all = append(all, sent{now, cost})
+						mu.Unlock()
+						p.Answered(s, pace.Counted, now)
+					}
+				}()
+			}
+			wg.Wait()
+			sort.Slice(all, func(i, j int) bool { return all[i].at.Before(all[j].at) })
+			most, in, total := 0, 0, 0
+			for i, j := 0, 0; j < len(all); j++ {
+				in += all[j].parts
+				for all[j].at.Sub(all[i].at) >= time.Second {
+					in -= all[i].parts
+					i++
+				}
+				most = max(most, in)
+				if j < len(all)-1 {
+					total += all[j].parts
+				}
+			}
+			rate := float64(total) / all[len(all)-1].at.Sub(all[0].at).Seconds()
+			t.Logf("%d sends by 3 pacers: %.1f parts/s of %.0f/s (%.3f), at most %d parts in a sliding second", len(all), rate, tc.limit, rate/tc.limit, most)
+			if most > int(tc.limit) {
+				t.Errorf("a sliding second held %d parts: over the limit %v", most, tc.limit)
+			}
+			if rate < tc.floor*tc.limit {
+				t.Errorf("together %.1f parts/s: under %v of %v", rate, tc.floor, tc.limit)
+			}
+		})
 	}
 }
 
