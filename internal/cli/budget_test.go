@@ -2,9 +2,11 @@ package cli
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -311,5 +313,55 @@ func TestLeaseSplitsANumber(t *testing.T) {
 	}
 	if !strings.Contains(aOut.String(), "2 runs on this machine send from it") || !strings.Contains(aOut.String(), "this run sends at the whole 100/s") {
 		t.Errorf("run a did not say it split the number, then took it whole:\n%s", aOut)
+	}
+}
+
+// TestBudgetFlags: each wrong --budget gets its own message and exit code
+// before anything is sent; a server that does not answer is exit 3 with
+// the hint.
+func TestBudgetFlags(t *testing.T) {
+	dir := t.TempDir()
+	csv := filepath.Join(dir, "c.csv")
+	writeRows(t, csv, 0, 3)
+	secret := filepath.Join(dir, "secret")
+	if err := os.WriteFile(secret, []byte("s3cret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// A port nothing listens on.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := l.Addr().String()
+	l.Close()
+	cases := []struct {
+		name string
+		args []string
+		env  map[string]string
+		code int
+		want string
+	}{
+		{name: "not a Redis URL", args: []string{"--budget", "http://cache:6379"}, code: ExitUsage, want: "invalid --budget"},
+		{name: "not a Redis URL, from the environment", env: map[string]string{"BULKSEND_BUDGET": "cache:6379"}, code: ExitUsage, want: "invalid $BULKSEND_BUDGET"},
+		{name: "two passwords", args: []string{"--budget", "redis://:a@cache/0", "--budget-password-file", secret}, code: ExitUsage, want: "has a password, and another is given"},
+		{name: "a password file without a budget", args: []string{"--budget-password-file", secret}, code: ExitUsage, want: "goes with --budget"},
+		{name: "nobody answers", args: []string{"--budget", "redis://:s3cret@" + closed + "/0"}, code: ExitUnfinished, want: "hint: the shared budget's Redis server does not answer"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			env := map[string]string{"WHATSAPP_TOKEN": "tok", "BULKSEND_API_URL": "http://" + closed}
+			for k, v := range tc.env {
+				env[k] = v
+			}
+			var out, errOut bytes.Buffer
+			args := append([]string{"run", csv, "--from", "1000001", "--template", "welcome", "--no-preflight"}, tc.args...)
+			code := runMain(args, &IO{In: strings.NewReader(""), Out: &out, Err: &errOut, Getenv: func(k string) string { return env[k] }, Abort: func(int) {}})
+			if code != tc.code || !strings.Contains(errOut.String(), tc.want) {
+				t.Fatalf("exit %d, want %d with %q:\n%s", code, tc.code, tc.want, errOut.String())
+			}
+			if strings.Contains(errOut.String(), "s3cret") {
+				t.Fatalf("the password shows:\n%s", errOut.String())
+			}
+		})
 	}
 }

@@ -46,7 +46,7 @@ const exitCodesHelp = `Exit status:
   2  usage error or bad input (flags, CSV, a webhook log with no status
      webhook in it)
   3  unfinished, run again later: interrupted, retries scheduled for later,
-     rows in doubt, API unreachable
+     rows in doubt, API or --budget server unreachable
   4  another bulksend holds this checkpoint`
 
 // IO is where a command reads and writes. stdout is data; everything
