@@ -62,8 +62,8 @@ func TestSharedBook(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if want := (Terms{Interval: terms.Interval, Allowed: 98, Hold: time.Second}); terms != want || terms.Interval <= 0 {
-				t.Errorf("terms %+v, want %+v (100/s less the first second's doubled headroom)", terms, want)
+			if want := (Terms{Interval: terms.Interval, Allowed: 98, Hold: time.Second + minLate}); terms != want || terms.Interval <= 0 {
+				t.Errorf("terms %+v, want %+v (100/s less the first second's doubled headroom; a second and minLate)", terms, want)
 			}
 			p.Left(s, time.Now())
 			p.Answered(s, tc.verdict, time.Now())
