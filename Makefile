@@ -105,6 +105,8 @@ report-screenshot: build
 # The figures the issues ask for, each printed beside its target and its
 # reference measured in the same run (internal/bench: pacing, learning a
 # number's limit, retry tail, 10 numbers × 1,000/s, import, overhead, SMS;
+# three processes sharing numbers through --budget, and a booking's cost,
+# with redis-server installed;
 # bulksend receive's signed POSTs/s and p99);
 # several minutes (the retry-tail campaign alone is 200 s). BULKSEND_BENCH_ROWS=N shrinks the import, retry-tail and
 # scale campaigns for a quick look.

@@ -54,6 +54,7 @@ var classes = map[string]class{
 
 	"internal/store":   adapter,
 	"internal/ledger":  adapter, // the operator ledger, shared by every campaign
+	"internal/budget":  adapter, // the numbers' budget shared through Redis by every process
 	"internal/csvin":   adapter,
 	"internal/metrics": adapter,
 	"internal/report":  adapter,
@@ -100,6 +101,7 @@ var thirdParty = map[string][]string{
 	"github.com/prometheus/":                 {"internal/metrics"},
 	"github.com/nyaruka/phonenumbers":        {"internal/csvin", "internal/schedule"},
 	"golang.org/x/time/rate":                 {"internal/pace"},
+	"github.com/redis/go-redis/":             {"internal/budget"},
 	"github.com/santhosh-tekuri/jsonschema/": {"internal/whatsapp/internal/oas"},
 	"gopkg.in/yaml.v3":                       {"internal/whatsapp/internal/oas"},
 }

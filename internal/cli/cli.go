@@ -21,6 +21,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/bulksend/bulksend/internal/budget"
 	"github.com/bulksend/bulksend/internal/csvin"
 	"github.com/bulksend/bulksend/internal/engine"
 	"github.com/bulksend/bulksend/internal/redact"
@@ -45,7 +46,7 @@ const exitCodesHelp = `Exit status:
   2  usage error or bad input (flags, CSV, a webhook log with no status
      webhook in it)
   3  unfinished, run again later: interrupted, retries scheduled for later,
-     rows in doubt, API unreachable
+     rows in doubt, API or --budget server unreachable
   4  another bulksend holds this checkpoint`
 
 // IO is where a command reads and writes. stdout is data; everything
@@ -183,6 +184,8 @@ func exitCode(err error) (int, string) {
 		return ExitUsage, "a row or a cell is far larger than any template or SMS takes: is this the right file, saved as CSV? nothing was sent"
 	case errors.As(err, &lineErr), errors.Is(err, csvin.ErrNoHeader), errors.Is(err, csvin.ErrNoPhoneColumn), errors.Is(err, csvin.ErrDuplicateColumn):
 		return ExitUsage, "fix the CSV and run again: nothing was sent"
+	case errors.Is(err, budget.ErrUnavailable):
+		return ExitUnfinished, budgetHint
 	case errors.Is(err, engine.ErrUnreachable):
 		return ExitUnfinished, "check the network and --api-url, then run the same command again"
 	case errors.Is(err, context.Canceled):

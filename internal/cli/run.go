@@ -72,6 +72,7 @@ type runOptions struct {
 	syncOptOuts   bool
 	throttleTries int
 	sched         scheduleOptions
+	budget        budgetOptions
 
 	changed func(flag string) bool
 	log     *slog.Logger
@@ -177,6 +178,7 @@ identity (default 1). Credentials come from the standard AWS chain
 	f.StringVar(&o.endpointURL, "endpoint-url", "", "SMS: AWS endpoint URL (default $AWS_ENDPOINT_URL, else AWS's)")
 	f.BoolVar(&o.syncOptOuts, "sync-opt-outs", false, "SMS: read each origination identity's opt-out list before sending and skip those rows (reason opted_out)")
 	o.sched.flags(f)
+	o.budget.flags(f)
 	f.IntVar(&o.throttleTries, "throttle-tries", 5, "SMS: tries of a throttled row before it fails as throttle_exhausted (waits 2, 8, 32, 128 s… between)")
 	return cmd
 }
@@ -256,6 +258,14 @@ func runRun(ctx context.Context, ios *IO, o *runOptions) error {
 	}
 	if ro.Ledger != nil {
 		defer ro.Ledger.Close()
+	}
+	bk, err := o.budget.open(runCtx, ios, o, ro.LedgerScope, o.log)
+	if err != nil {
+		return err
+	}
+	if bk != nil {
+		defer bk.Close()
+		ro.Book = bk
 	}
 	ro.Locked = func() (err error) {
 		metricsOut, err = o.openMetrics()

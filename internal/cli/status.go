@@ -155,6 +155,7 @@ func writeStatus(ctx context.Context, w io.Writer, st *store.Store, settings sto
 	fmt.Fprintf(w, "campaign %s · %s\n", esc(out.CampaignID), ch.heading(settings))
 	if out.LockedBy != "" {
 		fmt.Fprintf(w, "running: %s\n", esc(out.LockedBy))
+		writeShares(ctx, w, st, settings)
 	}
 	c := r.Counts
 	fmt.Fprintf(w, "\n%-10s %10s\n", "state", "rows")

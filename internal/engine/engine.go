@@ -161,6 +161,12 @@ type Config struct {
 	// starts there, below Rate, and is probed up after a quiet spell.
 	Learned map[string]float64
 
+	// Book, if not nil, is a book of send slots shared with every other
+	// process sending from these numbers: each send books its slot there
+	// too. A Book that cannot be reached stops the run (Run returns its
+	// error) after the requests in flight; nothing leaves unbooked.
+	Book pace.Book
+
 	Observer Observer // nil: none
 	Log      *slog.Logger
 }
@@ -287,6 +293,9 @@ func New(cfg Config) *Engine {
 		idling[s] = &atomic.Bool{}
 	}
 	pacer := pace.New(cfg.Rate)
+	if cfg.Book != nil {
+		pacer = pace.Shared(cfg.Rate, cfg.Book)
+	}
 	for s, l := range cfg.Learned {
 		pacer.Seed(s, l, time.Now())
 	}
@@ -464,6 +473,11 @@ func (e *Engine) slot(ctx context.Context, sender string, cost int) (pace.Send, 
 	slot, err := e.pacer.WaitN(ctx, sender, cost)
 	if err != nil {
 		e.gate.giveBack()
+		if ctx.Err() == nil {
+			// The shared book is gone: sending on by this process's pace
+			// alone would overrun the number with the other processes.
+			e.setFatal(err)
+		}
 		return pace.Send{}, false
 	}
 	// Checked again: a rest or a stop that came while this waited in the
@@ -653,6 +667,12 @@ func (e *Engine) Rates() map[string]float64 {
 		out[s] = e.pacer.Rate(s)
 	}
 	return out
+}
+
+// Split makes this run send from sender at share (0 to 1] of the rate
+// from now: other runs send from the number too.
+func (e *Engine) Split(sender string, share float64) {
+	e.pacer.Split(sender, share, time.Now())
 }
 
 // Limits returns what each sender number is believed to accept per

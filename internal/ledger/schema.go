@@ -69,6 +69,24 @@ var migrations = []string{
 	`ALTER TABLE optouts ADD COLUMN sender TEXT NOT NULL DEFAULT '';
 	ALTER TABLE optouts ADD COLUMN lifted_at INTEGER;
 	ALTER TABLE optouts ADD COLUMN lifted_by TEXT;`,
+
+	// 4: leases: the runs sending from a number now, one row a run and a
+	// number, renewed while the run sends (expires), removed when it ends.
+	// key is the number as the run's ledger scope keeps it (what runs
+	// split by); sender the number itself, for status.
+	`CREATE TABLE leases (
+		key        TEXT NOT NULL,
+		holder     TEXT NOT NULL,
+		sender     TEXT NOT NULL,
+		host       TEXT NOT NULL,
+		pid        INTEGER NOT NULL,
+		checkpoint TEXT NOT NULL,
+		rate       REAL NOT NULL,
+		since      INTEGER NOT NULL,
+		expires    INTEGER NOT NULL,
+		PRIMARY KEY (key, holder)
+	) WITHOUT ROWID;
+	CREATE INDEX leases_sender ON leases(sender);`,
 }
 
 // schemaVersion is the schema this code writes and reads.

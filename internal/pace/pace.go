@@ -102,6 +102,10 @@ type Send struct {
 	At   time.Time // when the send may leave
 	Cost int
 	seq  uint64
+	// shared: booked in a shared Book, which saw seen parts booked by
+	// every process in the second before the slot.
+	shared bool
+	seen   int
 }
 
 // Change tells that throttles showed a number accepts less than its
@@ -118,6 +122,7 @@ type Pacer struct {
 	mu      sync.Mutex
 	ceiling float64 // +Inf: no limit until the API shows one
 	numbers map[string]*number
+	book    Book // nil: the pacer's own record alone (Shared sets it)
 }
 
 // New returns a Pacer for numbers allowed perSecond sends each (the
@@ -218,12 +223,16 @@ type number struct {
 	before     float64   // the limit before the episode
 	lowered    time.Time // when a throttle last lowered the limit
 	unreported bool      // a lowered limit not yet reported
+
+	share   float64       // of the limit this process sends at: 1, or less when runs split the number (Split)
+	version int64         // the latest news of a shared Book's taken or given
+	late    time.Duration // how late this process's shared sends leave of late (see lateBy)
 }
 
 func (p *Pacer) number(from string) *number {
 	n, ok := p.numbers[from]
 	if !ok {
-		n = &number{ceiling: p.ceiling, limit: p.ceiling, learned: p.ceiling, widen: 1, quiet: probeAfter}
+		n = &number{ceiling: p.ceiling, limit: p.ceiling, learned: p.ceiling, widen: 1, quiet: probeAfter, share: 1}
 		n.lim = rate.NewLimiter(n.pace(), 1)
 		p.numbers[from] = n
 	}
@@ -242,7 +251,8 @@ func (n *number) pace() rate.Limit {
 }
 
 func (n *number) paced(widen float64) float64 {
-	return max(n.limit-headroom(n.limit, widen), n.limit*0.5)
+	l := n.limit * n.share
+	return max(l-headroom(l, widen), l*0.5)
 }
 
 // warm starts the first second's wider headroom at the first send, and
@@ -292,6 +302,7 @@ func (n *number) allowed(limit float64) int {
 	if !n.warmUntil.IsZero() {
 		w *= 2
 	}
+	limit *= n.share
 	p := max(limit-headroom(limit, w), limit*0.5)
 	return max(1, int(math.Floor(min(math.Ceil(p-1e-9), limit)+1e-9)))
 }
@@ -367,7 +378,7 @@ func (n *number) holdFor(cost int) time.Duration {
 	if math.IsInf(n.limit, 1) || !(n.limit > 0) {
 		return time.Second
 	}
-	return max(time.Second, time.Duration(math.Ceil(float64(cost)*float64(time.Second)/n.limit)))
+	return max(time.Second, time.Duration(math.Ceil(float64(cost)*float64(time.Second)/(n.limit*n.share))))
 }
 
 // room reports whether a send of cost parts leaving at leave finds room
@@ -467,8 +478,12 @@ func (p *Pacer) ReserveN(from string, now time.Time, cost int) (s Send, wait tim
 	if now.Before(n.pausedUntil) {
 		return Send{}, n.pausedUntil.Sub(now), false
 	}
-	if s, ok := n.tryOver(from, now, cost); ok {
-		return s, 0, true
+	// A shared book runs the trial: this process's record holds only
+	// its own share of the second.
+	if p.book == nil {
+		if s, ok := n.tryOver(from, now, cost); ok {
+			return s, 0, true
+		}
 	}
 	first := n.lim.ReserveN(now, 1)
 	leave := now.Add(first.DelayFrom(now))
@@ -517,8 +532,18 @@ func (p *Pacer) Reserve(from string, now time.Time) (Send, time.Duration, bool) 
 
 // WaitN blocks until a send of cost tokens from from may leave (see
 // ReserveN), or ctx is done. A slot booked is not given back when ctx
-// ends first: the pacer errs on the slow side.
+// ends first: the pacer errs on the slow side. A Shared pacer books the
+// send in its Book too, and returns the Book's error when it cannot.
 func (p *Pacer) WaitN(ctx context.Context, from string, cost int) (Send, error) {
+	s, err := p.waitLocal(ctx, from, cost)
+	if err != nil || p.book == nil {
+		return s, err
+	}
+	return p.share(ctx, s)
+}
+
+// waitLocal is WaitN on the pacer's own record.
+func (p *Pacer) waitLocal(ctx context.Context, from string, cost int) (Send, error) {
 	for {
 		s, d, ok := p.ReserveN(from, time.Now(), cost)
 		if d > 0 {
@@ -548,6 +573,9 @@ func (p *Pacer) Left(s Send, at time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	n := p.number(s.From)
+	if s.shared {
+		n.lateBy(at.Sub(s.At))
+	}
 	for k := range uint64(max(s.Cost, 1)) {
 		// Only sends still in the last second's count: one booked more
 		// than a second before it left is out of the count already, and
@@ -570,8 +598,22 @@ func (p *Pacer) Left(s Send, at time.Time) {
 // ceiling.
 func (p *Pacer) Answered(s Send, v Verdict, now time.Time) (Change, bool) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	n := p.number(s.From)
+	limit, paused := n.limit, n.pausedUntil
+	c, ok := n.answered(s, v, now)
+	var w News
+	tell := false
+	if p.book != nil {
+		w, tell = n.news(limit, paused, now)
+	}
+	p.mu.Unlock()
+	if tell {
+		p.tell(s.From, w)
+	}
+	return c, ok
+}
+
+func (n *number) answered(s Send, v Verdict, now time.Time) (Change, bool) {
 	if n.open && !s.At.Before(n.adjusted) {
 		n.settle(now)
 	}
@@ -636,6 +678,11 @@ func (n *number) mark(s Send, to state) {
 // own pace as its limit while nothing of it is accepted (see throttled).
 // Sends that left at the same instant count if they were booked before s.
 func (n *number) seen(s Send) (seen, kept, took int) {
+	if s.shared {
+		// Every process's sends, as the book saw them: their answers are
+		// the other processes' to know.
+		return s.seen, s.seen, s.seen
+	}
 	i := n.index(s.seq)
 	if i < 0 {
 		return n.counted, n.counted, n.counted
@@ -736,7 +783,8 @@ func (n *number) throttled(s Send, now time.Time) {
 		// tells which (settle).
 		n.bunched, n.before = true, n.limit
 	}
-	if l := max(1, float64(full-1)); l < n.limit {
+	// Counted in this process's share of the number (Split).
+	if l := max(1, float64(full-1)) / n.share; l < n.limit {
 		n.limit, n.lowered = l, now
 		if !n.bunched {
 			n.showed(n.limit)
@@ -890,6 +938,22 @@ func (p *Pacer) Seed(from string, limit float64, now time.Time) {
 	n.limit, n.learned, n.shown = limit, limit, limit
 	n.lastThrottle, n.lastRaise, n.adjusted = now, now, now
 	n.setLimit(now)
+}
+
+// Split makes this process send from from at share (0 to 1] of what the
+// number accepts, from now: other runs send from it too. The limit, what
+// is learned and the trials stay the number's own.
+func (p *Pacer) Split(from string, share float64, now time.Time) {
+	if !(share > 0) || share > 1 {
+		share = 1
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := p.number(from)
+	if n.share != share {
+		n.share = share
+		n.setLimit(now)
+	}
 }
 
 // Rate returns the pace from is sent at now, per second (headroom and

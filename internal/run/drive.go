@@ -248,6 +248,7 @@ func (c *Campaign) drive(ctx, runCtx context.Context, sender *Sender, h Hooks) (
 	cfg := engine.Config{
 		Checkpoint: st, Sender: sender.Sender, Senders: senders, CampaignID: s.CampaignID, Rate: s.Rate,
 		Concurrency: s.Concurrency, MaxAttempts: s.MaxAttempts, ThrottleTries: s.ThrottleTries, Log: c.opts.Log,
+		Book: c.opts.Book,
 	}
 	if h.Configure != nil {
 		h.Configure(&cfg)
@@ -284,7 +285,9 @@ func (c *Campaign) drive(ctx, runCtx context.Context, sender *Sender, h Hooks) (
 	if h.Started != nil {
 		stopped = h.Started(eng, started, counts)
 	}
+	release := c.holdLeases(runCtx, eng, cfg.Senders, cfg.Rate)
 	runErr := eng.Run(runCtx)
+	release()
 	if stopped != nil {
 		stopped()
 	}

@@ -24,6 +24,7 @@ import (
 
 	"github.com/bulksend/bulksend/internal/campaign"
 	"github.com/bulksend/bulksend/internal/ledger"
+	"github.com/bulksend/bulksend/internal/pace"
 	"github.com/bulksend/bulksend/internal/store"
 )
 
@@ -53,6 +54,9 @@ type Options struct {
 	// user: the daily limit's count, what numbers were learned to accept,
 	// where campaigns are. nil: none (a daily limit is then refused).
 	Ledger *ledger.Ledger
+	// Book, if not nil, is the sender numbers' budget shared with every
+	// process sending from them (engine.Config.Book).
+	Book pace.Book
 	// LedgerScope keeps a rehearsal apart in the ledger: where the sends
 	// go when not to the provider ("sandbox", a URL); "" for the provider.
 	LedgerScope string
