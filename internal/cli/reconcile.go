@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -284,6 +285,19 @@ func describeLog(c webhook.Counts) string {
 	}
 }
 
+// kindsOtherThanStatuses lists what the logs held besides statuses, by
+// kind ("messages 3, user_preferences 1"), in name order; "" for nothing.
+func kindsOtherThanStatuses(kinds map[string]int64) string {
+	var out []string
+	for k, n := range kinds {
+		if k != "statuses" {
+			out = append(out, fmt.Sprintf("%s %d", esc(cmp.Or(k, "(no field)")), n))
+		}
+	}
+	sort.Strings(out)
+	return strings.Join(out, ", ")
+}
+
 // printHeard says what recipients said back, when they said anything.
 func printHeard(ios *IO, h heardSummary, kept bool) {
 	if h == (heardSummary{}) {
@@ -300,6 +314,9 @@ func printReconcile(ios *IO, s reconcile.Summary, c campaign.Counts) {
 	w := ios.Err
 	fmt.Fprintf(w, "bulksend: reconcile: %d events read: %d matched (%d applied), %d foreign, %d not statuses, %d invalid, %d unknown status values\n",
 		s.Events, s.Matched, s.Applied, s.Foreign, s.NotStatus, s.Invalid, s.Unknown)
+	if kinds := kindsOtherThanStatuses(s.Kinds); kinds != "" {
+		fmt.Fprintf(w, "bulksend: reconcile: by kind: %s\n", kinds)
+	}
 	if len(s.FirstInvalidLines) > 0 {
 		lines := make([]string, len(s.FirstInvalidLines))
 		for i, l := range s.FirstInvalidLines {

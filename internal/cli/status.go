@@ -168,6 +168,9 @@ func writeStatus(ctx context.Context, w io.Writer, st *store.Store, settings sto
 	b := out.Buckets
 	fmt.Fprintf(w, "\n%-13s %10d  (sent, delivered or read)\n%-13s %10d  (failed: throttled on every try)\n%-13s %10d  (every other failure, and the skipped rows)\n%-13s %10d  (pending, sending or in doubt)\n",
 		"success", b.Success, "hard throttle", b.HardThrottle, "other", b.Other, "unfinished", b.Unfinished)
+	if out.Replied > 0 {
+		fmt.Fprintf(w, "\nreplied: %d rows (the recipient answered: export shows the first reply of each)\n", out.Replied)
+	}
 	if p := out.Parts; p != nil {
 		fmt.Fprintf(w, "\nparts: %d planned, %d in rows sent or delivered; %d rows need UCS-2; %d throttled tries\n", p.Planned, p.Sent, p.UCS2Rows, p.Throttled)
 		if p.BilledRows > 0 {

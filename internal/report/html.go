@@ -127,10 +127,11 @@ func Render(w io.Writer, r *Report) error {
 	v.ClassesChart = bars("classes", "Attempts by answer", items)
 	v.LatencyChart = latencyChart(r.Latency)
 	f := r.Funnel
-	v.FunnelChart = bars("funnel", "Accepted, delivered and read", []barItem{
+	v.FunnelChart = bars("funnel", "Accepted, delivered, read and replied", []barItem{
 		{label: "accepted", value: f.Accepted, note: share(f.Accepted, c.Total) + " of rows"},
 		{label: "delivered (or read)", value: f.Delivered, note: share(f.Delivered, f.Accepted) + " of accepted"},
 		{label: "read", value: f.Read, note: share(f.Read, f.Accepted) + " of accepted"},
+		{label: "replied", value: f.Replied, note: share(f.Replied, f.Accepted) + " of accepted"},
 		{label: "failed after acceptance", value: f.FailedAfterAccept, note: share(f.FailedAfterAccept, f.Accepted) + " of accepted"},
 		{label: "no status yet", value: f.Unconfirmed, note: share(f.Unconfirmed, f.Accepted) + " of accepted"},
 	})

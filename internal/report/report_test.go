@@ -231,7 +231,7 @@ func TestGather(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{`"counts":{"total":8,`, `"funnel":{"accepted":4,"delivered":2,"read":1,"failed_after_accept":1,"unconfirmed":1}`,
+	for _, want := range []string{`"counts":{"total":8,`, `"funnel":{"accepted":4,"delivered":2,"read":1,"failed_after_accept":1,"unconfirmed":1,"replied":0}`,
 		`"time_to_delivered":{"n":2,"p50_seconds":4,`, `"end":"killed"`, `"bucket_seconds":1,"unit":"messages/s"`, `"p50_ms":150,`,
 		`"by_class":[{"class":"accepted","attempts":4}`, `{"kind":"invalid","rows":1,"example_line":8,"example_reason":"invalid phone number: too short"}`} {
 		if !bytes.Contains(b, []byte(want)) {

@@ -57,6 +57,9 @@ type Status struct {
 	// NextSendAt is the earliest a waiting row may be sent (RFC 3339),
 	// null when none waits.
 	NextSendAt    *string `json:"next_send_at"`
+	// Added by issue 26: the rows whose recipient replied (first replies,
+	// recorded by reconcile or receive).
+	Replied int64 `json:"replied"`
 	WaitingWindow int64   `json:"waiting_window"`
 	WaitingSendAt int64   `json:"waiting_send_at"`
 	WaitingBudget int64   `json:"waiting_budget"`
@@ -111,6 +114,9 @@ func NewStatus(ctx context.Context, st *store.Store, s store.Settings, parts boo
 	}
 	if h, ok := store.Holder(st.Path()); ok {
 		out.LockedBy = h
+	}
+	if out.Replied, err = st.Replied(ctx); err != nil {
+		return nil, r, err
 	}
 	w, err := st.Waiting(ctx, now)
 	if err != nil {

@@ -388,3 +388,29 @@ func (c *Campaign) seedLearned(ctx context.Context, cfg *engine.Config) error {
 	}
 	return nil
 }
+
+// KeepOptOuts records in the operator ledger phones a channel read on a
+// provider's own opt-out list (an SMS identity's, --sync-opt-outs), so
+// that every later campaign, on every channel and identity, honours them
+// too. Without a ledger, or in a dry run, it does nothing; a ledger that
+// cannot be written is logged, never the run's failure (the rows are
+// skipped all the same).
+func (c *Campaign) KeepOptOuts(ctx context.Context, channel campaign.Channel, sender, source string, phones []string) {
+	l := c.opts.Ledger
+	if l == nil || c.opts.DryRun || len(phones) == 0 || c.tmp != "" {
+		return
+	}
+	now := time.Now()
+	o := make([]ledger.OptOut, len(phones))
+	for i, p := range phones {
+		o[i] = ledger.OptOut{Phone: p, Channel: string(channel), Source: source, Sender: sender, At: now}
+	}
+	n, err := l.AddOptOuts(ctx, o)
+	if err != nil {
+		c.opts.Log.Warn("the operator ledger cannot be written: these opt-outs are honoured by this campaign only", "source", source, "err", err)
+		return
+	}
+	if n > 0 {
+		c.opts.Log.Info("opt-outs kept in the operator ledger for every later campaign", "source", source, "new", n)
+	}
+}

@@ -205,6 +205,9 @@ type Funnel struct {
 	FailedAfterAccept int64 `json:"failed_after_accept"`
 	// Unconfirmed: still sent; no status said delivered, read or failed.
 	Unconfirmed int64 `json:"unconfirmed"`
+	// Replied: rows whose recipient replied to the message (a text, a
+	// tapped button), as reconcile or receive recorded it.
+	Replied int64 `json:"replied"`
 }
 
 // Funnel counts the rows of each step of the funnel (one scan).
@@ -215,8 +218,9 @@ func (s *Store) Funnel(ctx context.Context) (Funnel, error) {
 		COALESCE(SUM(status IN ('delivered', 'read')), 0),
 		COALESCE(SUM(status = 'read'), 0),
 		COALESCE(SUM(status = 'failed' AND wamid IS NOT NULL), 0),
-		COALESCE(SUM(status = 'sent'), 0)
-		FROM recipients`).Scan(&f.Accepted, &f.Delivered, &f.Read, &f.FailedAfterAccept, &f.Unconfirmed)
+		COALESCE(SUM(status = 'sent'), 0),
+		COALESCE(SUM(replied_at IS NOT NULL), 0)
+		FROM recipients`).Scan(&f.Accepted, &f.Delivered, &f.Read, &f.FailedAfterAccept, &f.Unconfirmed, &f.Replied)
 	if err != nil {
 		return f, fmt.Errorf("report funnel: %w", err)
 	}

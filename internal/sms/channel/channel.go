@@ -291,6 +291,7 @@ func (ch *Channel) SyncOptOuts(ctx context.Context, c *run.Campaign) error {
 				return &OptOutError{Identity: id, List: list, Err: err}
 			}
 			lists[list] = phones
+			c.KeepOptOuts(ctx, campaign.SMS, id, "AWS opt-out list "+list, phones)
 		}
 		i := 0
 		n, err := st.OptOut(ctx, id, func() (string, error) {
