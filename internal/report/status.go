@@ -56,14 +56,14 @@ type Status struct {
 	// run's schedule left them (they stay pending in the counts).
 	// NextSendAt is the earliest a waiting row may be sent (RFC 3339),
 	// null when none waits.
-	NextSendAt    *string `json:"next_send_at"`
+	NextSendAt *string `json:"next_send_at"`
 	// Added by issue 26: the rows whose recipient replied (first replies,
 	// recorded by reconcile or receive).
-	Replied int64 `json:"replied"`
-	WaitingWindow int64   `json:"waiting_window"`
-	WaitingSendAt int64   `json:"waiting_send_at"`
-	WaitingBudget int64   `json:"waiting_budget"`
-	WaitingStart  int64   `json:"waiting_start"`
+	Replied       int64 `json:"replied"`
+	WaitingWindow int64 `json:"waiting_window"`
+	WaitingSendAt int64 `json:"waiting_send_at"`
+	WaitingBudget int64 `json:"waiting_budget"`
+	WaitingStart  int64 `json:"waiting_start"`
 	// The schedule's settings.
 	Window     []string `json:"window,omitempty"`
 	WindowTZ   string   `json:"window_tz,omitempty"`
