@@ -56,20 +56,21 @@ type Status struct {
 	// run's schedule left them (they stay pending in the counts).
 	// NextSendAt is the earliest a waiting row may be sent (RFC 3339),
 	// null when none waits.
-	NextSendAt *string `json:"next_send_at"`
-	// Added by issue 26: the rows whose recipient replied (first replies,
-	// recorded by reconcile or receive).
-	Replied       int64 `json:"replied"`
-	WaitingWindow int64 `json:"waiting_window"`
-	WaitingSendAt int64 `json:"waiting_send_at"`
-	WaitingBudget int64 `json:"waiting_budget"`
-	WaitingStart  int64 `json:"waiting_start"`
+	NextSendAt    *string `json:"next_send_at"`
+	WaitingWindow int64   `json:"waiting_window"`
+	WaitingSendAt int64   `json:"waiting_send_at"`
+	WaitingBudget int64   `json:"waiting_budget"`
+	WaitingStart  int64   `json:"waiting_start"`
 	// The schedule's settings.
 	Window     []string `json:"window,omitempty"`
 	WindowTZ   string   `json:"window_tz,omitempty"`
 	StartAt    string   `json:"start_at,omitempty"`
 	EndAt      string   `json:"end_at,omitempty"`
 	DailyLimit string   `json:"daily_limit,omitempty"`
+
+	// Added by issue 26: the rows whose recipient replied (first replies,
+	// recorded by reconcile or receive).
+	Replied int64 `json:"replied"`
 }
 
 // NewStatus reads the status of the campaign in st, whose settings are s,
