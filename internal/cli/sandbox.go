@@ -83,8 +83,10 @@ DescribePhoneNumbers, DescribePools), SigV4-signed but not verified: a budget
 of --sms-mps message parts per second per origination identity over a
 sliding second (ThrottlingException), counted by its own part counter; an
 opt-out list (--sms-opt-out); account errors (--sms-account-error);
-throttles, internal errors, late answers; and AWS event records to
---sms-events for reconcile. Point an SMS run at it with:
+throttles, internal errors, late answers; AWS event records to
+--sms-events for reconcile; and replies (--sms-reply-rate, --sms-stop-rate,
+--sms-help-rate), written there as AWS publishes them to SNS. Point an
+SMS run at it with:
 
   AWS_ENDPOINT_URL=http://127.0.0.1:PORT AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=x AWS_SECRET_ACCESS_KEY=x bulksend run --channel sms …
 
@@ -156,6 +158,9 @@ GET /_sandbox/sms/stats shows its counters.`,
 	f.Float64Var(&s.InternalRate, "sms-internal-rate", 0, "SMS: fraction answered InternalServerException (half of them were sent: in doubt)")
 	f.Float64Var(&s.LateRate, "sms-late-rate", 0, "SMS: fraction sent but answered after --late-delay (client times out: in doubt)")
 	f.Float64Var(&s.FailRate, "sms-fail-rate", 0.02, "SMS: fraction of sent messages whose final event is a failure")
+	f.Float64Var(&s.ReplyRate, "sms-reply-rate", 0, "SMS: fraction of delivered messages whose recipient replies (an inbound message, to --sms-events as its SNS notification)")
+	f.Float64Var(&s.StopRate, "sms-stop-rate", 0, "SMS: fraction of the replies that are a stop keyword (STOP, UNSUBSCRIBE, ARRET…)")
+	f.Float64Var(&s.HelpRate, "sms-help-rate", 0, "SMS: fraction of the replies that are HELP")
 	f.StringVar(&o.smsEvents, "sms-events", "", "SMS: append AWS event records to FILE, one JSON object per line (for reconcile)")
 	return cmd
 }

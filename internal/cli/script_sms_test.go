@@ -26,24 +26,33 @@ import (
 // (no-identity, spend-limit, access-denied, expired), throttlealways (an
 // identity), throttle, internal, late, latedelay, fail, configsets (A,B),
 // queue=1 (its events also go to its SQS-shaped queue, as signed SNS
-// notifications; 'smssandbox queue N' waits until the queue holds N).
+// notifications; 'smssandbox queue N' waits until the queue holds N;
+// 'smssandbox pending 0' until no event or reply is still to come),
+// reply, stop, help (Config.ReplyRate, StopRate, HelpRate: replies go to
+// the queue and the events log) and replydelay. 'smssandbox stats' also
+// knows replies, stops and helps.
 func cmdSMSSandbox(ts *testscript.TestScript, neg bool, args []string) {
 	if neg {
 		ts.Fatalf("unsupported: ! smssandbox")
 	}
-	if len(args) > 0 && (args[0] == "stop" || args[0] == "stats" || args[0] == "queue") {
+	if len(args) > 0 && (args[0] == "stop" || args[0] == "stats" || args[0] == "queue" || args[0] == "pending") {
 		v, ok := smsSandboxes.Load(ts)
 		if !ok {
 			ts.Fatalf("smssandbox %s: no sandbox running", args[0])
 		}
 		rs := v.(*scriptSMSSandbox)
-		if args[0] == "queue" {
-			// smssandbox queue N: wait (30 s at most) until the queue holds N.
+		if args[0] == "queue" || args[0] == "pending" {
+			// smssandbox queue|pending N: wait (30 s at most) until the
+			// queue holds N, or N events and replies are still to come.
 			want, err := strconv.Atoi(args[len(args)-1])
 			ts.Check(err)
-			for deadline := time.Now().Add(30 * time.Second); rs.sb.QueueLen() != want; time.Sleep(10 * time.Millisecond) {
+			n := rs.sb.QueueLen
+			if args[0] == "pending" {
+				n = rs.sb.Pending
+			}
+			for deadline := time.Now().Add(30 * time.Second); n() != want; time.Sleep(10 * time.Millisecond) {
 				if time.Now().After(deadline) {
-					ts.Fatalf("the sandbox's queue holds %d, want %d", rs.sb.QueueLen(), want)
+					ts.Fatalf("the sandbox's %s is %d, want %d", args[0], n(), want)
 				}
 			}
 			return
@@ -59,7 +68,8 @@ func cmdSMSSandbox(ts *testscript.TestScript, neg bool, args []string) {
 		want, err := strconv.ParseInt(args[2], 10, 64)
 		ts.Check(err)
 		st := rs.sb.Stats()
-		got, known := map[string]int64{"requests": st.Requests, "accepted": st.Accepted, "throttled": st.Throttled, "optedout": st.OptedOut}[args[1]]
+		got, known := map[string]int64{"requests": st.Requests, "accepted": st.Accepted, "throttled": st.Throttled, "optedout": st.OptedOut,
+			"replies": st.Replies, "stops": st.Stops, "helps": st.Helps}[args[1]]
 		if !known {
 			ts.Fatalf("smssandbox stats: unknown counter %q", args[1])
 		}
@@ -110,6 +120,14 @@ func cmdSMSSandbox(ts *testscript.TestScript, neg bool, args []string) {
 			cfg.ConfigurationSets = strings.Split(v, ",")
 		case "queue":
 			cfg.Queue = v == "1"
+		case "reply":
+			cfg.ReplyRate = f()
+		case "stop":
+			cfg.StopRate = f()
+		case "help":
+			cfg.HelpRate = f()
+		case "replydelay":
+			cfg.ReplyDelay = d()
 		default:
 			ts.Fatalf("smssandbox: unknown key %q", k)
 		}

@@ -147,7 +147,8 @@ type Config struct {
 	// after acceptance (from half to one and a half of it, by the seed;
 	// 0 means 2s). The sandbox writes events for every send, as if the
 	// account's default configuration set had this destination. Close
-	// writes those still pending.
+	// writes those still pending. Replies (ReplyRate) are written to it
+	// too, as SNS notifications.
 	Events     io.Writer
 	EventDelay time.Duration
 
@@ -159,13 +160,35 @@ type Config struct {
 	Queue           bool
 	QueueVisibility time.Duration
 
+	// ReplyRate is the fraction of delivered messages whose recipient
+	// replies, ReplyDelay after the delivery event (from half to one and
+	// a half of it, by the seed; 0 means 1s). Of the replies, StopRate
+	// are a stop keyword (STOP, stop, UNSUBSCRIBE, Stop please, ARRET, by
+	// the seed), HelpRate are HELP, and the rest free text; their sum
+	// should not exceed 1. Like the outcome, a reply is drawn from the
+	// send's seed, destination, Context and attempt.
+	//
+	// A reply is an inbound message as AWS publishes it to a two-way
+	// number's SNS topic (inbound.go), from the recipient to the number
+	// the message left from, its previousPublishedMessageId the MessageId
+	// the send answered. It goes to Queue as a signed SNS notification of
+	// SNSTopicArn (a queue subscribed to both the event destination's and
+	// the two-way topic), and to Events as that same notification: AWS
+	// publishes replies to SNS only, and the notification's Timestamp is
+	// the only time a reply has. A sender ID cannot be replied to: a send
+	// from an identity that is not a phone number gets no reply.
+	ReplyRate, StopRate, HelpRate float64
+	ReplyDelay                    time.Duration
+
 	// Now is the clock for the budget and the timestamps; nil means
-	// time.Now. Delays (Latency, LateDelay, EventDelay) are real time.
+	// time.Now. Delays (Latency, LateDelay, EventDelay, ReplyDelay) are
+	// real time.
 	Now func() time.Time
 }
 
 // Validate reports the first setting New cannot use: an unknown
-// AccountError or number type, a rate outside [0, 1], an opt-out entry
+// AccountError or number type, a rate outside [0, 1], rates that partition
+// one draw adding up to more than 1, an opt-out entry
 // that is no phone number, numbers or pools sharing an ID or phone number,
 // a pool naming an unknown number.
 func (c Config) Validate() error {
@@ -175,13 +198,17 @@ func (c Config) Validate() error {
 	for _, r := range []struct {
 		name string
 		v    float64
-	}{{"throttle", c.ThrottleRate}, {"internal", c.InternalRate}, {"late", c.LateRate}, {"fail", c.FailRate}} {
+	}{{"throttle", c.ThrottleRate}, {"internal", c.InternalRate}, {"late", c.LateRate}, {"fail", c.FailRate},
+		{"reply", c.ReplyRate}, {"stop", c.StopRate}, {"help", c.HelpRate}} {
 		if !(r.v >= 0 && r.v <= 1) {
 			return fmt.Errorf("%s rate %v is not in [0, 1]", r.name, r.v)
 		}
 	}
 	if c.ThrottleRate+c.InternalRate+c.LateRate > 1 {
 		return errors.New("throttle, internal and late rates add up to more than 1")
+	}
+	if c.StopRate+c.HelpRate > 1 {
+		return errors.New("stop and help rates add up to more than 1")
 	}
 	for name, phones := range c.OptOuts {
 		for _, p := range phones {

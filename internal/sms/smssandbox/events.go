@@ -58,7 +58,7 @@ type events struct {
 	after afterFunc
 	stats *counters
 
-	publish func(rec []byte, at time.Time) // Config.Queue: each record, as written
+	publish func(body string) // Config.Queue: each record's SNS notification, as written
 
 	mu      sync.Mutex
 	w       *bufio.Writer
@@ -68,12 +68,13 @@ type events struct {
 	pending map[uint64]*pending
 }
 
-// pending is an event waiting for its time.
+// pending is an event or a reply waiting for its time.
 type pending struct {
-	seq  uint64
-	rec  eventRecord
-	due  time.Time
-	stop func() bool
+	seq   uint64
+	rec   eventRecord
+	reply *inboundRecord // a reply instead of rec
+	due   time.Time
+	stop  func() bool
 }
 
 func newEvents(w io.Writer, now func() time.Time, after afterFunc, st *counters) *events {
@@ -82,15 +83,25 @@ func newEvents(w io.Writer, now func() time.Time, after afterFunc, st *counters)
 
 // schedule writes rec in d, stamped due. After close it writes it now.
 func (e *events) schedule(rec eventRecord, due time.Time, d time.Duration) {
+	e.add(&pending{rec: rec, due: due}, d)
+}
+
+// scheduleReply writes the reply in d, its notification stamped due, as
+// schedule does an event.
+func (e *events) scheduleReply(in inboundRecord, due time.Time, d time.Duration) {
+	e.add(&pending{reply: &in, due: due}, d)
+}
+
+func (e *events) add(p *pending, d time.Duration) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {
-		e.write(rec, due)
+		e.write(p)
 		e.flush()
 		return
 	}
 	e.seq++
-	p := &pending{seq: e.seq, rec: rec, due: due}
+	p.seq = e.seq
 	e.pending[p.seq] = p
 	p.stop = e.after(d, func() { e.fire(p.seq) })
 }
@@ -104,8 +115,15 @@ func (e *events) fire(seq uint64) {
 		return
 	}
 	delete(e.pending, seq)
-	e.write(p.rec, p.due)
+	e.write(p)
 	e.flush()
+}
+
+// waiting is how many events and replies are still to be written.
+func (e *events) waiting() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.pending)
 }
 
 // close stops the timers and writes what is pending, earliest first.
@@ -124,23 +142,36 @@ func (e *events) close() error {
 		if p.stop != nil {
 			p.stop()
 		}
-		e.write(p.rec, p.due)
+		e.write(p)
 	}
 	clear(e.pending)
 	e.flush()
 	return e.err
 }
 
-// write stamps rec with due, or with the time of writing if due is still
-// to come: an event is never stamped in the future.
-func (e *events) write(rec eventRecord, due time.Time) {
+// write stamps p with its due time, or with the time of writing if that
+// is still to come: nothing is stamped in the future. An event goes to
+// the log as its record and to the queue as a notification of it; a
+// reply goes to both as its notification, the only form AWS gives it.
+func (e *events) write(p *pending) {
+	due := p.due
 	if now := e.now(); due.After(now) {
 		due = now
 	}
-	rec.EventTimestamp = due.UnixMilli()
-	b, _ := json.Marshal(rec)
-	if e.publish != nil {
-		e.publish(b, due)
+	var b []byte
+	if p.reply != nil {
+		in, _ := json.Marshal(p.reply)
+		b = Signer().Notification(SNSTopicArn, string(in), due, "2")
+		if e.publish != nil {
+			e.publish(string(b))
+		}
+	} else {
+		rec := p.rec
+		rec.EventTimestamp = due.UnixMilli()
+		b, _ = json.Marshal(rec)
+		if e.publish != nil {
+			e.publish(string(Signer().Notification(SNSTopicArn, string(b), due, "2")))
+		}
 	}
 	b = append(b, '\n')
 	if e.err != nil {
@@ -150,7 +181,9 @@ func (e *events) write(rec eventRecord, due time.Time) {
 		e.err = fmt.Errorf("write sandbox events: %w", err)
 		return
 	}
-	e.stats.events.Add(1)
+	if p.reply == nil {
+		e.stats.events.Add(1)
+	}
 }
 
 func (e *events) flush() {

@@ -40,12 +40,34 @@ type fate struct {
 	outcome outcome
 	event   string        // the final event type of a sent message
 	after   time.Duration // from acceptance to the final event
+	reply   string        // what the recipient replies to a delivered message; "" for no reply
+	// replyAfter is from the final event to the reply.
+	replyAfter time.Duration
+}
+
+// stopReplies are the stop keywords StopRate draws from: AWS's own and
+// the forms a recipient types (lower case, with a word of courtesy, the
+// French one AWS honours in Canada).
+var stopReplies = []string{"STOP", "stop", "UNSUBSCRIBE", "Stop please", "ARRET"}
+
+// helpReply is what HelpRate draws.
+const helpReply = "HELP"
+
+// freeReplies are the ordinary replies, none of them a keyword.
+var freeReplies = []string{
+	"Thanks!",
+	"What time does the sale end?",
+	"Can I still use last month's code?",
+	"Who is this?",
+	"ok see you there",
 }
 
 // rates are the fractions fate draws against, from Config.
 type rates struct {
 	throttle, internal, late, fail float64
 	eventDelay                     time.Duration
+	reply, stop, help              float64
+	replyDelay                     time.Duration
 }
 
 // draw computes the fate of attempt n (1-based) to dest with context ctx.
@@ -73,8 +95,24 @@ func draw(seed int64, dest string, ctx map[string]string, n int, r rates) fate {
 	}
 	// Mean eventDelay, from half to one and a half of it.
 	f.after = time.Duration((0.5 + u(4)) * float64(r.eventDelay))
+	// Draws 5 on are the reply's, after the others: a reply rate changes
+	// no send's outcome or event.
+	if f.event == "TEXT_DELIVERED" && u(5) < r.reply {
+		switch x := u(6); {
+		case x < r.stop:
+			f.reply = pick(stopReplies, u(7))
+		case x < r.stop+r.help:
+			f.reply = helpReply
+		default:
+			f.reply = pick(freeReplies, u(7))
+		}
+		f.replyAfter = time.Duration((0.5 + u(8)) * float64(r.replyDelay))
+	}
 	return f
 }
+
+// pick is the element of list a uniform x in [0, 1) falls on.
+func pick(list []string, x float64) string { return list[int(x*float64(len(list)))] }
 
 // contextKey is ctx in a canonical form: keys sorted, NUL-separated.
 func contextKey(ctx map[string]string) string {

@@ -57,6 +57,15 @@ func (s *Server) QueueLen() int {
 	return len(s.queue.msgs)
 }
 
+// Pending is how many events and replies are still to come: scheduled,
+// not yet written (0 without Config.Events or Queue).
+func (s *Server) Pending() int {
+	if s.events == nil {
+		return 0
+	}
+	return s.events.waiting()
+}
+
 func (q *queue) add(body string) {
 	sum := md5.Sum([]byte(body))
 	q.mu.Lock()

@@ -192,12 +192,17 @@ func (s *Server) attempt(dest string, ctx map[string]string) int {
 	return s.tallies[k]
 }
 
-// emit schedules the final event of a sent message and counts its outcome.
+// emit schedules the final event of a sent message and its reply, if it
+// gets one, and counts them.
 func (s *Server) emit(id *identity, msgID, dest string, ucs2 bool, parts int, price float64, req *sendRequest, at time.Time, ft fate) {
 	if ft.event == "TEXT_DELIVERED" {
 		s.stats.delivered.Add(1)
 	} else {
 		s.stats.failed.Add(1)
+	}
+	reply := ft.reply != "" && canReply(id.phone)
+	if reply {
+		s.stats.countReply(ft.reply)
 	}
 	if s.events == nil {
 		return
@@ -225,6 +230,17 @@ func (s *Server) emit(id *identity, msgID, dest string, ucs2 bool, parts int, pr
 		TotalCarrierFee:          money(float64(parts) * carrierFee(dest)),
 	}
 	s.events.schedule(rec, at.Add(ft.after), ft.after)
+	if reply {
+		d := ft.after + ft.replyAfter
+		s.events.scheduleReply(inboundRecord{
+			OriginationNumber:          dest,
+			DestinationNumber:          id.phone,
+			MessageKeyword:             keywordOf(ft.reply),
+			MessageBody:                ft.reply,
+			InboundMessageID:           s.newID(),
+			PreviousPublishedMessageID: msgID,
+		}, at.Add(d), d)
+	}
 }
 
 // money rounds away float noise: 3 × 0.00581 is 0.01743, not 0.017429999….

@@ -137,6 +137,7 @@ func newServer(cfg Config, after afterFunc) *Server {
 		rates: rates{
 			throttle: cfg.ThrottleRate, internal: cfg.InternalRate,
 			late: cfg.LateRate, fail: cfg.FailRate, eventDelay: cfg.EventDelay,
+			reply: cfg.ReplyRate, stop: cfg.StopRate, help: cfg.HelpRate, replyDelay: cfg.ReplyDelay,
 		},
 	}
 	if s.now == nil {
@@ -148,6 +149,9 @@ func newServer(cfg Config, after afterFunc) *Server {
 	}
 	if s.rates.eventDelay <= 0 {
 		s.rates.eventDelay = 2 * time.Second
+	}
+	if s.rates.replyDelay <= 0 {
+		s.rates.replyDelay = time.Second
 	}
 	for _, name := range cfg.ThrottleAlways {
 		s.always[name] = true
@@ -201,9 +205,10 @@ func newServer(cfg Config, after afterFunc) *Server {
 		}
 		s.events = newEvents(w, s.now, after, &s.stats)
 		if q := s.queue; q != nil {
-			s.events.publish = func(rec []byte, at time.Time) {
-				q.add(string(Signer().Notification(SNSTopicArn, string(rec), at, "2")))
-			}
+			s.events.publish = q.add
+		}
+		if cfg.ReplyRate > 0 {
+			Signer() // its key takes a moment to make: not under the events' lock at the first reply
 		}
 	}
 	return s

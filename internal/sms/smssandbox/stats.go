@@ -1,6 +1,7 @@
 package smssandbox
 
 import (
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -23,6 +24,12 @@ type Stats struct {
 	Events    int64 `json:"events"`    // event records written
 	Delivered int64 `json:"delivered"` // accepted messages whose final event is TEXT_DELIVERED (written or to come)
 	Failed    int64 `json:"failed"`    // accepted messages whose final event is a failure
+	// Replies counts delivered messages whose recipient replies (written
+	// or to come; ReplyRate), Stops and Helps those of them that are a
+	// stop keyword or HELP.
+	Replies int64 `json:"replies"`
+	Stops   int64 `json:"stops"`
+	Helps   int64 `json:"helps"`
 	// InternalSent counts InternalServerException answers for messages
 	// that went out all the same (also in Accepted).
 	InternalSent int64 `json:"internal_sent"`
@@ -67,9 +74,21 @@ type counters struct {
 	requests, accepted, throttled, optedOut atomic.Int64
 	dryRuns, late, internalSent, reads      atomic.Int64
 	events, delivered, failed               atomic.Int64
+	replies, stops, helps                   atomic.Int64
 
 	mu     sync.Mutex
 	errors map[string]int64
+}
+
+// countReply counts a reply of text.
+func (c *counters) countReply(text string) {
+	c.replies.Add(1)
+	switch {
+	case text == helpReply:
+		c.helps.Add(1)
+	case slices.Contains(stopReplies, text):
+		c.stops.Add(1)
+	}
 }
 
 func (c *counters) countError(e *apiError) {
@@ -101,6 +120,9 @@ func (s *Server) Stats() Stats {
 		Events:       c.events.Load(),
 		Delivered:    c.delivered.Load(),
 		Failed:       c.failed.Load(),
+		Replies:      c.replies.Load(),
+		Stops:        c.stops.Load(),
+		Helps:        c.helps.Load(),
 		Errors:       map[string]int64{},
 		Identities:   map[string]IdentityStats{},
 		StrictWindow: s.cfg.StrictWindow,
