@@ -60,8 +60,15 @@ type liveApplier struct {
 	open      map[string]*store.Store // by checkpoint path
 	stats     liveStats
 	later     []laterStatus // statuses to try again (see retryEvery)
+	laterRe   []laterReply  // replies to try again
 	stop      chan struct{}
 	done      chan struct{}
+}
+
+// laterReply is a reply that found no row yet.
+type laterReply struct {
+	since time.Time
+	r     campaign.Reply
 }
 
 // laterStatus is a status that found no row to change yet.
@@ -156,7 +163,7 @@ func (a *liveApplier) Kept(bodies [][]byte) {
 	ctx := context.Background()
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if len(bodies) == 0 && len(a.later) == 0 {
+	if len(bodies) == 0 && len(a.later) == 0 && len(a.laterRe) == 0 {
 		return
 	}
 	if err := a.apply(ctx, bodies); err != nil {
@@ -318,12 +325,21 @@ func (a *liveApplier) checkpoint(ctx context.Context, id string) (*store.Store, 
 // replyWindow: a reply names no campaign, only at most the message it
 // answers.
 func (a *liveApplier) recordReplies(ctx context.Context, heard []optout.Heard) error {
-	if len(heard) == 0 {
-		return nil
+	now := time.Now()
+	var replies []campaign.Reply
+	var since []time.Time
+	for _, l := range a.laterRe {
+		if now.Sub(l.since) <= retryFor {
+			replies, since = append(replies, l.r), append(since, l.since)
+		}
 	}
-	replies := make([]campaign.Reply, len(heard))
-	for i, x := range heard {
-		replies[i] = campaign.Reply{Phone: x.Phone, MessageID: x.MessageID, At: x.At, Text: x.Text}
+	a.laterRe = a.laterRe[:0]
+	for _, x := range heard {
+		replies = append(replies, campaign.Reply{Phone: x.Phone, MessageID: x.MessageID, At: x.At, Text: x.Text})
+		since = append(since, now)
+	}
+	if len(replies) == 0 {
+		return nil
 	}
 	if a.led != nil {
 		cs, err := a.led.Campaigns(ctx)
@@ -340,11 +356,22 @@ func (a *liveApplier) recordReplies(ctx context.Context, heard []optout.Heard) e
 			}
 		}
 	}
+	placed := make([]bool, len(replies))
 	for _, st := range a.open {
-		n, err := st.RecordReplies(ctx, replies)
+		n, p, err := st.PlaceReplies(ctx, replies)
 		a.stats.Heard.Recorded += n
 		if err != nil {
 			return err
+		}
+		for i := range p {
+			placed[i] = placed[i] || p[i]
+		}
+	}
+	// A reply that came before the run recorded the message it answers
+	// (or that answers no campaign): again later, for a while.
+	for i, ok := range placed {
+		if !ok && len(a.laterRe) < retryMax {
+			a.laterRe = append(a.laterRe, laterReply{since[i], replies[i]})
 		}
 	}
 	return nil

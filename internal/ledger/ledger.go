@@ -90,7 +90,27 @@ const busyTimeout = 10 * time.Second
 // (ErrNotLedger), a file that is not SQLite (ErrNotSQLite), and a ledger
 // of a newer bulksend (ErrNewerSchema).
 func Open(ctx context.Context, path string) (*Ledger, error) {
-	return openAt(ctx, path, time.Now())
+	// Two processes that open a new ledger at once race to make it WAL and
+	// to migrate it; SQLite answers the loser "database is locked" at once,
+	// busy timeout or not. It tries again: the winner is done in moments.
+	deadline := time.Now().Add(busyTimeout)
+	for wait := 10 * time.Millisecond; ; wait = min(2*wait, 500*time.Millisecond) {
+		l, err := openAt(ctx, path, time.Now())
+		if !busy(err) || time.Now().After(deadline) {
+			return l, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(wait):
+		}
+	}
+}
+
+// busy reports whether err is SQLite's "database is locked" or "busy".
+func busy(err error) bool {
+	var se sqlite3.Error
+	return errors.As(err, &se) && (se.Code == sqlite3.ErrBusy || se.Code == sqlite3.ErrLocked)
 }
 
 // openAt is Open pruning at now, for tests with explicit times.

@@ -24,15 +24,26 @@ const replyMax = 100
 // twice, or out of order, leaves the same rows. It returns how many rows
 // took a reply; replies that answer no message of this campaign are left.
 func (s *Store) RecordReplies(ctx context.Context, replies []campaign.Reply) (recorded int64, err error) {
+	recorded, _, err = s.PlaceReplies(ctx, replies)
+	return recorded, err
+}
+
+// PlaceReplies is RecordReplies, and also says of each reply whether it
+// answers a row of this campaign (placed[i]), whether or not that row
+// kept it: a receiver tries the others again, as the reply may have come
+// before the run recorded its message.
+func (s *Store) PlaceReplies(ctx context.Context, replies []campaign.Reply) (recorded int64, placed []bool, err error) {
 	defer mark(&err)
+	placed = make([]bool, len(replies))
 	for i := 0; i < len(replies); i += replyChunk {
-		n, err := s.recordReplies(ctx, replies[i:min(len(replies), i+replyChunk)])
+		end := min(len(replies), i+replyChunk)
+		n, err := s.recordReplies(ctx, replies[i:end], placed[i:end])
 		recorded += n
 		if err != nil {
-			return recorded, err
+			return recorded, placed, err
 		}
 	}
-	return recorded, nil
+	return recorded, placed, nil
 }
 
 type replyRow struct {
@@ -40,7 +51,7 @@ type replyRow struct {
 	wamid                  string
 }
 
-func (s *Store) recordReplies(ctx context.Context, replies []campaign.Reply) (int64, error) {
+func (s *Store) recordReplies(ctx context.Context, replies []campaign.Reply, placed []bool) (int64, error) {
 	phones := map[string]bool{}
 	ids := map[string]bool{}
 	for _, r := range replies {
@@ -91,12 +102,13 @@ func (s *Store) recordReplies(ctx context.Context, replies []campaign.Reply) (in
 		text string
 	}
 	take := map[int64]first{}
-	for _, r := range replies {
+	for i, r := range replies {
 		at := r.At.UnixMilli()
 		row, ok := answered(byPhone, byID, r, at)
 		if !ok {
 			continue
 		}
+		placed[i] = true
 		if f, seen := take[row.row]; (seen && f.at <= at) || (row.repliedAt != 0 && row.repliedAt <= at) {
 			continue
 		}
