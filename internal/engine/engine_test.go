@@ -1011,8 +1011,9 @@ func TestThrottleTries(t *testing.T) {
 			}
 		}
 		// 2+8+32+128 s of backoff at most (jitter 0.999), plus the pacer's
-		// pauses, which overlap with them.
-		if took := time.Since(start); took < 169*time.Second || took > 175*time.Second {
+		// pauses, which mostly overlap with them (under -race on a loaded
+		// machine the goroutines' order left 5.9 s of them outside once).
+		if took := time.Since(start); took < 169*time.Second || took > 180*time.Second {
 			t.Errorf("run took %v, want about 170 s: the waits grow 2, 8, 32, 128 s", took)
 		}
 	})
