@@ -271,8 +271,11 @@ func TestBudgetServerGone(t *testing.T) {
 		}
 	}
 	st := sb.stats()
-	if st.Accepted != 3*rows || st.Duplicates != 0 || st.Throttled != 0 {
-		t.Fatalf("after the resumes the sandbox has %d accepted, %d twice, %d throttled; want %d, 0, 0", st.Accepted, st.Duplicates, st.Throttled, 3*rows)
+	// Nothing lost, nothing twice. A throttle or two is allowed: the
+	// resumes start together on race-built children sharing two cores
+	// (CI saw 1), and a throttled send is tried again, never lost.
+	if st.Accepted != 3*rows || st.Duplicates != 0 || st.Throttled > 3 {
+		t.Fatalf("after the resumes the sandbox has %d accepted, %d twice, %d throttled; want %d, 0, at most 3", st.Accepted, st.Duplicates, st.Throttled, 3*rows)
 	}
 }
 

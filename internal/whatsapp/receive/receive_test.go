@@ -614,9 +614,12 @@ func TestOnKept(t *testing.T) {
 		r.Close()
 		s := r.Stats()
 		// The first body is in the hook's hands, two more wait: the rest are
-		// dropped.
-		if s.HookDropped != 17 || s.Kept != 20 {
-			t.Errorf("stats %+v: want 20 kept, 17 not given to the hook", s)
+		// dropped. (16 once in CI, under load: the hook's goroutine may
+		// take the first batch before its bytes are counted against the
+		// backlog; what matters is that no 200 waited and the rest were
+		// dropped, not given.)
+		if s.HookDropped < 16 || s.HookDropped > 17 || s.Kept != 20 {
+			t.Errorf("stats %+v: want 20 kept, 16 or 17 not given to the hook", s)
 		}
 		ids := make([]string, 20)
 		for i := range ids {
