@@ -156,6 +156,9 @@ func (q *queue) serve(w http.ResponseWriter, r *http.Request, done <-chan struct
 		deadline := time.NewTimer(time.Duration(in.WaitTimeSeconds) * time.Second)
 		defer deadline.Stop()
 		for {
+			if r.Context().Err() != nil {
+				return // its client is gone: it takes nothing out of sight
+			}
 			msgs, arrived := q.receive(max, vis)
 			if len(msgs) > 0 || in.WaitTimeSeconds == 0 {
 				json.NewEncoder(w).Encode(map[string]any{"Messages": msgs})
