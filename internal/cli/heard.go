@@ -79,14 +79,47 @@ func (h *hearer) apply() error {
 	pend := h.pend
 	h.pend = h.pend[:0]
 	var replies []campaign.Reply
+	// Stops go to the ledger together, one durable transaction for those
+	// between two lifts: a lift applies to the stops before it.
+	var stops []ledger.OptOut
+	addStops := func() error {
+		if h.led == nil || len(stops) == 0 {
+			return nil
+		}
+		n, err := h.led.AddOptOuts(h.ctx, stops)
+		h.sum.Added += int64(n)
+		stops = stops[:0]
+		return err
+	}
 	for _, x := range pend {
 		if x.Reply {
 			h.sum.Replies++
 			replies = append(replies, campaign.Reply{Phone: x.Phone, MessageID: x.MessageID, At: x.At, Text: x.Text})
 		}
-		if err := h.ledger(x); err != nil {
-			return err
+		switch x.Action {
+		case optout.StopAll, optout.StopMarketing:
+			h.sum.Stops++
+			stops = append(stops, ledger.OptOut{Phone: x.Phone, Channel: x.Channel, Source: x.Source,
+				Sender: x.Sender, At: x.At, MarketingOnly: x.Action == optout.StopMarketing})
+		case optout.LiftAll, optout.LiftMarketing:
+			h.sum.Lifts++
+			if err := addStops(); err != nil {
+				return err
+			}
+			if h.led == nil {
+				continue
+			}
+			ok, err := h.led.Lift(h.ctx, x.Phone, x.Action == optout.LiftMarketing, x.At, x.Source)
+			if ok {
+				h.sum.Lifted++
+			}
+			if err != nil {
+				return err
+			}
 		}
+	}
+	if err := addStops(); err != nil {
+		return err
 	}
 	if h.replies != nil && len(replies) > 0 {
 		n, err := h.replies(h.ctx, replies)
@@ -94,32 +127,6 @@ func (h *hearer) apply() error {
 		if err != nil {
 			return err
 		}
-	}
-	return nil
-}
-
-// ledger applies x's action to the ledger's opt-outs.
-func (h *hearer) ledger(x optout.Heard) error {
-	switch x.Action {
-	case optout.StopAll, optout.StopMarketing:
-		h.sum.Stops++
-		if h.led == nil {
-			return nil
-		}
-		n, err := h.led.AddOptOuts(h.ctx, []ledger.OptOut{{Phone: x.Phone, Channel: x.Channel, Source: x.Source,
-			Sender: x.Sender, At: x.At, MarketingOnly: x.Action == optout.StopMarketing}})
-		h.sum.Added += int64(n)
-		return err
-	case optout.LiftAll, optout.LiftMarketing:
-		h.sum.Lifts++
-		if h.led == nil {
-			return nil
-		}
-		ok, err := h.led.Lift(h.ctx, x.Phone, x.Action == optout.LiftMarketing, x.At, x.Source)
-		if ok {
-			h.sum.Lifted++
-		}
-		return err
 	}
 	return nil
 }
