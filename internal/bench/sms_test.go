@@ -206,11 +206,14 @@ func bestInOrder(costs []int, limit int) float64 {
 //     sliding second holding more than 10 parts (bestInOrder): each
 //     message leaving the instant the second before it has room for all
 //     its parts. A message of 3 parts waits for room that 2 of 1 part
-//     would have taken at once, so in order no pacer reaches 10 parts/s
-//     on a mix of parts: on this campaign's the best is 9.5 to 9.7.
+//     would have taken at once, so in claim order no pacer reaches 10
+//     parts/s on a mix of parts: on this campaign's the best is 9.5 to
+//     9.7. The engine sends a row of fewer parts into the room a larger
+//     one waits for (engine's pick), so the order accepted is not the
+//     claim order, and its best is higher (9.8 to 9.95).
 //   - of best = achieved ÷ best: what the pacer (its 2% of headroom, a
-//     guard of a few ms after each wait for room) and the engine (claims
-//     of one row at this rate, the gate, the round trips) lose of it.
+//     guard of a few ms after each wait for room) and the engine (the
+//     gate, the round trips) lose of it.
 //
 // The pacer lets a k-part message leave only when the second before it
 // holds at most 10 − k parts (its own record, every part of a message
@@ -218,9 +221,10 @@ func bestInOrder(costs []int, limit int) float64 {
 // lets more than 10 parts arrive in a second; a throttle means a send
 // reached the sandbox later than it left, relative to the one it
 // followed, by more than the pacer's guard (a stall). The target of 97%
-// of the limit is above the best in order for some identities: reaching
-// it needs sending out of order (a 1-part message in the room a 3-part
-// one waits for), which the engine does not.
+// of the limit is above the best in claim order for some identities:
+// reaching it needs sending out of order (a 1-part message in the room a
+// 3-part one waits for), which the engine does within the few rows it
+// holds.
 //
 // Overall: the sum of the identities' achieved parts/s against 4 × 10;
 // and, for information, all parts ÷ the engine's wall time (which includes

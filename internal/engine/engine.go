@@ -430,6 +430,9 @@ func (e *Engine) Run(ctx context.Context) error {
 // dispatch sends the rows of one sender number. A claimer goroutine keeps
 // the next batch ready, so sending never stops to wait for a claim. ctx
 // is done when the sender stops: the run stops or the sender is rested.
+//
+// Rows go in claim order, except that a row of fewer parts may go before
+// one that waits for room in the second for all of its own (pick).
 func (e *Engine) dispatch(ctx, parent context.Context, sender string, sends *sync.WaitGroup) error {
 	batches := make(chan []Job) // one batch sending, one ready: a crash leaves two in doubt at most
 	claimErr := make(chan error, 1)
@@ -437,23 +440,103 @@ func (e *Engine) dispatch(ctx, parent context.Context, sender string, sends *syn
 		defer close(batches)
 		claimErr <- e.claim(ctx, sender, batches)
 	}()
-	for jobs := range batches {
-		for i, j := range jobs {
-			slot, ok := e.slot(ctx, sender, j.Cost)
-			if !ok {
-				// Stopped, or resting: rows claimed do not wait out a rest
-				// as sending (a crash would leave them in doubt); they go
-				// back due at its end, and the claimer waits it out.
-				e.release(sender, jobs[i:])
+	var held []heldJob // claimed, not sent, in claim order
+	for open := true; open || len(held) > 0; {
+		if len(held) == 0 {
+			var jobs []Job
+			if jobs, open = <-batches; !open {
 				break
 			}
-			sends.Add(1)
-			// In-flight requests outlive a cancelled run: they are bounded
-			// by the request timeout and their answers must be recorded.
-			go e.send(context.WithoutCancel(parent), j, slot, sends)
+			held = hold(held, jobs)
+		} else if open && len(held) < maxHeld {
+			// The batch the claimer has ready joins this one, so that
+			// there is a choice of sizes at its end too.
+			select {
+			case jobs, ok := <-batches:
+				held, open = hold(held, jobs), ok
+			default:
+			}
 		}
+		i := e.pick(sender, held)
+		j := held[i].Job
+		slot, ok := e.slot(ctx, sender, j.Cost)
+		if !ok {
+			// Stopped, or resting: rows claimed do not wait out a rest
+			// as sending (a crash would leave them in doubt); they go
+			// back due at its end, and the claimer waits it out.
+			jobs := make([]Job, len(held))
+			for k, h := range held {
+				jobs[k] = h.Job
+			}
+			e.release(sender, jobs)
+			held = held[:0]
+			continue
+		}
+		for k := range held[:i] {
+			held[k].passed++
+		}
+		held = slices.Delete(held, i, i+1)
+		sends.Add(1)
+		// In-flight requests outlive a cancelled run: they are bounded
+		// by the request timeout and their answers must be recorded.
+		go e.send(context.WithoutCancel(parent), j, slot, sends)
 	}
 	return <-claimErr
+}
+
+const (
+	// maxHeld bounds the rows a dispatcher takes in from the claimer
+	// before sending them: its choice of sizes.
+	maxHeld = 8
+	// maxPassed is how many rows may go before a row claimed ahead of
+	// them; then none may pass it, and it waits for its room: no row
+	// waits on forever.
+	maxPassed = 8
+)
+
+// heldJob is a claimed row a dispatcher holds, and how many rows claimed
+// after it went before it.
+type heldJob struct {
+	Job
+	passed int
+}
+
+func hold(held []heldJob, jobs []Job) []heldJob {
+	for _, j := range jobs {
+		held = append(held, heldJob{Job: j})
+	}
+	return held
+}
+
+// pick returns which held row goes next: the first, unless it must wait
+// for room in the second for all its parts (an SMS of several) and a row
+// of fewer parts could leave sooner, in the room the first waits for;
+// then the one of those that can leave soonest, among the rows up to the
+// first that maxPassed rows have passed. A strict window holds a row of k
+// parts until k are free, and in claim order that room goes unused (on a
+// mix of 1, 2 and 3 parts, 3 to 5% of the rate).
+func (e *Engine) pick(sender string, held []heldJob) int {
+	if len(held) < 2 || held[0].Cost <= 1 || held[0].passed >= maxPassed {
+		return 0
+	}
+	now := time.Now()
+	first := e.pacer.Due(sender, now, held[0].Cost)
+	if first <= 0 {
+		return 0
+	}
+	best, soonest := 0, first
+	for i, h := range held[1:] {
+		if h.Cost < held[0].Cost {
+			// Fewer parts: room grows with fewer, never more.
+			if d := e.pacer.Due(sender, now, h.Cost); d < soonest {
+				best, soonest = i+1, d
+			}
+		}
+		if h.passed >= maxPassed {
+			break
+		}
+	}
+	return best
 }
 
 // slot waits until a request of sender that costs cost may leave: a slot
@@ -571,7 +654,9 @@ func (e *Engine) claim(ctx context.Context, sender string, out chan<- []Job) err
 
 // claimSize is a tenth of a second of work: a crash leaves the rows of
 // its last claim in doubt, so claims stay small (a claim is one cheap
-// transaction, ten a second per number). The rate is in the pacer's units
+// transaction, ten a second per number), but for a number that sends
+// rows of several parts at least half what a dispatcher holds to choose
+// from. The rate is in the pacer's units
 // (an SMS campaign's parts): cost is what a claimed job has cost of late,
 // so that a claim of multi-part rows holds a tenth of a second of parts.
 func (e *Engine) claimSize(sender string, cost float64) int {
@@ -580,7 +665,13 @@ func (e *Engine) claimSize(sender string, cost float64) int {
 		limit, _ := e.gate.snapshot()
 		return max(256, 2*limit)
 	}
-	return max(1, min(200, int(math.Ceil(r/10/max(cost, 1)))))
+	n := int(math.Ceil(r / 10 / max(cost, 1)))
+	if cost > 1 {
+		// Rows of several parts: a few to choose from (pick), whatever
+		// the rate.
+		n = max(n, maxHeld/2)
+	}
+	return max(1, min(200, n))
 }
 
 // idle is called when sender has nothing due. It waits for claimed rows

@@ -32,6 +32,7 @@ type fakeSender struct {
 	mu    sync.Mutex
 	calls map[int64]int
 	at    []time.Time
+	rows  []int64 // in the order sent, beside at
 }
 
 func (f *fakeSender) Send(ctx context.Context, m campaign.Message) (campaign.Receipt, error) {
@@ -42,6 +43,7 @@ func (f *fakeSender) Send(ctx context.Context, m campaign.Message) (campaign.Rec
 	f.calls[m.Row]++
 	call := f.calls[m.Row]
 	f.at = append(f.at, time.Now())
+	f.rows = append(f.rows, m.Row)
 	f.mu.Unlock()
 	return f.fn(m, call)
 }
@@ -1061,35 +1063,117 @@ func (c *claimLimits) Claim(ctx context.Context, sender string, now time.Time, l
 	return c.Checkpoint.Claim(ctx, sender, now, limit)
 }
 
-// TestClaimsSizedInParts: at 40 parts/s a claim holds a tenth of a second
-// of parts: 4 one-part rows, or one row of 4 parts once the first claim
-// has shown what the rows cost.
+// TestClaimsSizedInParts: at 400 parts/s a claim holds a tenth of a
+// second of parts: 40 one-part rows, or 10 rows of 4 parts once the first
+// claim has shown what the rows cost; at 20 parts/s, rows of several parts
+// are claimed 4 at a time all the same, for the dispatcher to choose from.
 func TestClaimsSizedInParts(t *testing.T) {
 	for _, tc := range []struct {
 		parts int
+		rate  float64
+		first int // the limit of the first claim
 		want  int // the limit of the claims after the first
-	}{{0, 4}, {1, 4}, {4, 1}, {2, 2}} {
+	}{{0, 400, 40, 40}, {1, 400, 40, 40}, {4, 400, 40, 10}, {2, 400, 40, 20}, {1, 20, 2, 2}, {3, 20, 2, 4}} {
 		synctest.Test(t, func(t *testing.T) {
-			rows := enginetest.Rows(1, 40, "A")
+			rows := enginetest.Rows(1, 400, "A")
 			for i := range rows {
 				rows[i].Parts = tc.parts
 			}
 			cp := &claimLimits{Checkpoint: enginetest.NewMemory(rows...)}
 			cfg := config(cp, &fakeSender{fn: accept}, "A")
-			cfg.Rate = 40
+			cfg.Rate = tc.rate
 			if err := engine.New(cfg).Run(context.Background()); err != nil {
 				t.Fatal(err)
 			}
 			cp.mu.Lock()
 			defer cp.mu.Unlock()
-			if len(cp.limits) < 3 || cp.limits[0] != 4 {
-				t.Fatalf("%d-part rows: claim limits %v, want 4 first", tc.parts, cp.limits)
+			if len(cp.limits) < 3 || cp.limits[0] != tc.first {
+				t.Fatalf("%d-part rows at %g/s: claim limits %v, want %d first", tc.parts, tc.rate, cp.limits, tc.first)
 			}
 			for _, l := range cp.limits[1 : len(cp.limits)-1] {
 				if l != tc.want {
-					t.Fatalf("%d-part rows: claim limits %v, want %d after the first", tc.parts, cp.limits, tc.want)
+					t.Fatalf("%d-part rows at %g/s: claim limits %v, want %d after the first", tc.parts, tc.rate, cp.limits, tc.want)
 				}
 			}
+		})
+	}
+}
+
+// TestSmallerRowsFillTheRoom: at 10 parts/s, a row of 2 or 3 parts that
+// waits for room in the second lets rows of fewer parts claimed after it
+// go first, into the room it waits for, but no more than 8 of them; no
+// second ever holds more than 10 parts, and every row goes once.
+func TestSmallerRowsFillTheRoom(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		parts    func(row int) int
+		reorders bool // false: claim order already fills every second
+	}{
+		{"a few large rows", func(row int) int { return map[int]int{5: 3, 6: 2, 12: 3, 13: 3, 20: 2, 27: 3}[row] }, true},
+		{"every third row large", func(row int) int {
+			if row%3 == 0 {
+				return 3
+			}
+			return 1
+		}, false},
+		{"large rows in a run", func(row int) int {
+			if row >= 10 && row < 20 {
+				return 3
+			}
+			return 1
+		}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				rows := enginetest.Rows(1, 60, "A")
+				cost := map[int64]int{}
+				for i := range rows {
+					rows[i].Parts = max(tc.parts(i+1), 1)
+					cost[rows[i].Row] = rows[i].Parts
+				}
+				cp := enginetest.NewMemory(rows...)
+				fs := &fakeSender{fn: accept}
+				cfg := config(cp, fs, "A")
+				cfg.Rate = 10
+				if err := engine.New(cfg).Run(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+				if c := cp.Counts(); c.Sent != 60 || len(fs.rows) != 60 {
+					t.Fatalf("counts %+v, %d sends: want 60 sent once each", c, len(fs.rows))
+				}
+				at := map[int64]time.Time{}
+				for i, a := range fs.at {
+					at[fs.rows[i]] = a
+					parts := 0
+					for j := range fs.at {
+						if d := a.Sub(fs.at[j]); d >= 0 && d < time.Second {
+							parts += cost[fs.rows[j]]
+						}
+					}
+					if parts > 10 {
+						t.Fatalf("%d parts in the second up to row %d's send, want at most 10", parts, fs.rows[i])
+					}
+				}
+				ahead := 0 // rows sent before a larger one claimed earlier
+				for row, c := range cost {
+					if c == 1 {
+						continue
+					}
+					passed := 0
+					for r := range cost {
+						if r > row && at[r].Before(at[row]) {
+							passed++
+						}
+					}
+					if passed > 8 {
+						t.Errorf("row %d of %d parts went after %d rows claimed after it, want at most 8", row, c, passed)
+					}
+					ahead += passed
+				}
+				if tc.reorders && ahead == 0 {
+					t.Errorf("sent in claim order %v: no smaller row filled the room a larger one waited for", fs.rows)
+				}
+			})
 		})
 	}
 }

@@ -994,3 +994,35 @@ func (p *Pacer) Headroom(from string) float64 {
 	defer p.mu.Unlock()
 	return p.number(from).widen
 }
+
+// Due returns how long from now a send of cost parts from from would wait
+// to leave, booking nothing: until the bucket's next token and room in the
+// second for all its parts (or the number's rest). A caller holding
+// several sends of different sizes asks it to send first one that fits
+// the room a larger one waits for.
+func (p *Pacer) Due(from string, now time.Time, cost int) time.Duration {
+	cost = max(cost, 1)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := p.number(from)
+	if now.Before(n.pausedUntil) {
+		return n.pausedUntil.Sub(now)
+	}
+	if now.After(n.clock) {
+		n.clock = now
+	}
+	n.expire(now)
+	leave := now
+	if l := n.lim.Limit(); l != rate.Inf && l > 0 {
+		if t := n.lim.TokensAt(now); t < 1 {
+			leave = now.Add(time.Duration((1 - t) / float64(l) * float64(time.Second)))
+		}
+	}
+	if fits, retry := n.room(leave, cost); !fits {
+		leave = retry
+		if !n.parts && cost > 1 {
+			leave = leave.Add(guard) // as room will once ReserveN books it
+		}
+	}
+	return leave.Sub(now)
+}

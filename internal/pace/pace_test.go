@@ -1092,3 +1092,40 @@ func TestOneThrottleDoesNotSlowTheRest(t *testing.T) {
 		t.Errorf("%.3f sends/s in the last 10 s, want ≥ %.3f", r, 0.999*Paced(10))
 	}
 }
+
+// TestDueBooksNothing: Due says when a send would leave, the same as the
+// ReserveN after it, and a send of fewer parts is due no later than one
+// of more; asking books nothing.
+func TestDueBooksNothing(t *testing.T) {
+	p := New(10)
+	now := t0
+	if d := p.Due("A", now, 3); d != 0 {
+		t.Fatalf("an idle number: due in %v, want 0", d)
+	}
+	// A second's sends of 1 part, then one of 3: the second is full.
+	for range 12 {
+		s, wait, ok := p.ReserveN("A", now, 1)
+		now = now.Add(wait)
+		if ok {
+			p.Answered(s, Counted, now.Add(50*time.Millisecond))
+		}
+	}
+	for range 3 {
+		d3, d1 := p.Due("A", now, 3), p.Due("A", now, 1)
+		if d3 <= d1 {
+			t.Fatalf("a full second: 3 parts due in %v, 1 part in %v, want the larger later", d3, d1)
+		}
+	}
+	due := p.Due("A", now, 3)
+	var waited time.Duration
+	for {
+		_, wait, ok := p.ReserveN("A", now.Add(waited), 3)
+		waited += wait
+		if ok {
+			break
+		}
+	}
+	if diff := waited - due; diff < -time.Millisecond || diff > time.Millisecond {
+		t.Fatalf("Due said %v, ReserveN left after %v", due, waited)
+	}
+}
