@@ -45,3 +45,21 @@ func TestFlagNames(t *testing.T) {
 		}
 	}
 }
+
+// --text-file /dev/zero is refused after 64 KB, not read to the end (it
+// took memory without bound, about 200 MB a second); a body file is read
+// without the line break an editor ends it with.
+func TestTextFileDevZero(t *testing.T) {
+	if _, err := os.Stat("/dev/zero"); err != nil {
+		t.Skip("no /dev/zero")
+	}
+	_, err := readTextFile("/dev/zero")
+	if err == nil || !strings.Contains(err.Error(), "over 64 KB") {
+		t.Fatalf("readTextFile(/dev/zero) = %v, want over 64 KB", err)
+	}
+	path := filepath.Join(t.TempDir(), "body.txt")
+	os.WriteFile(path, []byte("Hi {{name}}\r\n"), 0o600)
+	if body, err := readTextFile(path); err != nil || body != "Hi {{name}}" {
+		t.Fatalf("readTextFile = %q, %v; want %q", body, err, "Hi {{name}}")
+	}
+}

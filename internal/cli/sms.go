@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"math"
 	"os"
@@ -82,18 +83,41 @@ func maxPrice(s string) (string, error) {
 	return strconv.FormatFloat(v, 'f', -1, 64), nil
 }
 
+// textFileMax bounds what is read of --text-file: AWS takes a body of at
+// most 10 parts (1,530 GSM-7 characters, a few KB of UTF-8 with the
+// placeholders), and the flag may name anything (/dev/zero).
+const textFileMax = 64 << 10
+
+// readTextFile reads the message body in the file at path, at most
+// textFileMax bytes of it, without the line break an editor ends it with.
+func readTextFile(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", usagef("", "read --text-file: %w", err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, textFileMax+1))
+	if err != nil {
+		return "", usagef("", "read --text-file: %w", err)
+	}
+	if len(b) > textFileMax {
+		return "", usagef("--text-file takes a file that holds the message body alone",
+			"--text-file %s is over %d KB: it is not a message body", path, textFileMax>>10)
+	}
+	// Editors end a file with a line break; a message seldom means one.
+	return strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r"), nil
+}
+
 // buildSMS makes the SMS channel of a run: the first run's body is
 // --text or --text-file, and a resume compares --text-file's when given.
 func buildSMS(in channelInput) (run.Channel, error) {
 	o := in.o
 	fileText := ""
 	if o.textFile != "" {
-		b, err := os.ReadFile(o.textFile)
-		if err != nil {
-			return nil, usagef("", "read --text-file: %w", err)
+		var err error
+		if fileText, err = readTextFile(o.textFile); err != nil {
+			return nil, err
 		}
-		// Editors end a file with a line break; a message seldom means one.
-		fileText = strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r")
 	}
 	if in.first && o.text == "" && o.textFile == "" {
 		return nil, usagef("give the message body: --text 'Hi {{first_name}}, …' or --text-file FILE",

@@ -202,11 +202,12 @@ func (c *Client) Send(ctx context.Context, m campaign.Message) (campaign.Receipt
 		return campaign.Receipt{}, neverLeft(fmt.Errorf("encode request: %w", err))
 	}
 	// Checked at import too; a checkpoint of an older release may hold
-	// anything, and the ID becomes part of the path.
+	// anything, and the ID becomes part of the path: escaped as well, as
+	// every path segment built from data is (README, Safety).
 	if err := CheckSender(m.From); err != nil {
 		return campaign.Receipt{}, &campaign.SendError{Class: campaign.Permanent, Title: err.Error(), Err: err}
 	}
-	rc, rest, se := c.post(ctx, m.From+"/"+path, body)
+	rc, rest, se := c.post(ctx, url.PathEscape(m.From)+"/"+path, body)
 	if se != nil {
 		se.RestFor = max(se.RestFor, rest)
 		return campaign.Receipt{}, se

@@ -130,9 +130,9 @@ func BenchmarkReader(b *testing.B) {
 // BenchmarkReaderBraces reads 1 GB of '{' (a gzip of 5 MB), each '{' an
 // invalid record, streamed from memory: seconds per GB, and B/op, what the
 // Reader allocated. Issue 23 asks for no more than the WhatsApp reader
-// takes, which internal/webhook's benchmark of the same name measures:
+// takes, which internal/whatsapp/webhook's benchmark of the same name measures:
 //
-//	go test -run '^$' -bench Braces ./internal/smsevent ./internal/webhook
+//	go test -run '^$' -bench Braces ./internal/sms/smsevent ./internal/whatsapp/webhook
 func BenchmarkReaderBraces(b *testing.B) {
 	const size = 1 << 30
 	b.SetBytes(size)
@@ -147,10 +147,10 @@ func BenchmarkReaderBraces(b *testing.B) {
 }
 
 // BenchmarkReaderPathological reads 64 MB of each of the pathological
-// logs TestReaderLinear counts the work of, in ns/B. internal/webhook's
+// logs TestReaderLinear counts the work of, in ns/B. internal/whatsapp/webhook's
 // benchmark of the same name reads the same logs with the WhatsApp reader.
 //
-//	go test -run '^$' -bench Pathological ./internal/smsevent ./internal/webhook
+//	go test -run '^$' -bench Pathological ./internal/sms/smsevent ./internal/whatsapp/webhook
 func BenchmarkReaderPathological(b *testing.B) {
 	const size = 64 << 20
 	for _, tc := range pathological {

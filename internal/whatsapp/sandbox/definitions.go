@@ -3,18 +3,33 @@ package sandbox
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/bulksend/bulksend/internal/whatsapp/template"
 )
 
+// definitionsMax bounds what is read of a definitions file: as much as the
+// client reads of one message_templates answer, and the flag may name
+// anything (/dev/zero).
+const definitionsMax = 16 << 20
+
 // LoadDefinitions reads template definitions for Config.Definitions from a
 // file holding a message_templates answer ({"data":[…]}) or a bare array of
-// definitions, as template.ParseDefinitions reads them.
+// definitions, as template.ParseDefinitions reads them: at most
+// definitionsMax bytes of it.
 func LoadDefinitions(path string) ([]template.Definition, error) {
-	b, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, definitionsMax+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > definitionsMax {
+		return nil, fmt.Errorf("%s is over %d MB: it is not a list of template definitions", path, definitionsMax>>20)
 	}
 	defs, err := template.ParseDefinitions(b)
 	if err != nil {

@@ -367,3 +367,14 @@ func TestCursor(t *testing.T) {
 		}
 	}
 }
+
+// LoadDefinitions of /dev/zero (bulksend sandbox --templates-file) is
+// refused after 16 MB, not read to the end.
+func TestLoadDefinitionsDevZero(t *testing.T) {
+	if _, err := os.Stat("/dev/zero"); err != nil {
+		t.Skip("no /dev/zero")
+	}
+	if _, err := LoadDefinitions("/dev/zero"); err == nil || !strings.Contains(err.Error(), "over 16 MB") {
+		t.Fatalf("LoadDefinitions(/dev/zero) = %v, want over 16 MB", err)
+	}
+}

@@ -75,7 +75,7 @@ func toPretty(ndjson []byte) []byte {
 // B/status is the size of the NDJSON form; pretty-printed the log is about
 // twice as large, and MB/s is of the form read.
 //
-//	go test -run x -bench Reader -benchmem ./internal/webhook
+//	go test -run x -bench Reader -benchmem ./internal/whatsapp/webhook
 func BenchmarkReader(b *testing.B) {
 	var ndjson bytes.Buffer
 	genLog(&ndjson, benchEvents)
@@ -185,7 +185,7 @@ type refBody struct {
 	} `json:"entry"`
 }
 
-// pathological are the logs of garbage internal/smsevent's benchmarks and
+// pathological are the logs of garbage internal/sms/smsevent's benchmarks and
 // linearity test read, for the same figures of this Reader.
 var pathological = []struct {
 	name, unit string
@@ -219,7 +219,7 @@ func repeated(unit string, size int) []byte {
 }
 
 // BenchmarkReaderBraces reads 1 GB of '{', streamed from memory: the
-// reference for internal/smsevent's benchmark of the same name (issue 23).
+// reference for internal/sms/smsevent's benchmark of the same name (issue 23).
 func BenchmarkReaderBraces(b *testing.B) {
 	const size = 1 << 30
 	chunk := repeated("{", 64<<10)
@@ -242,7 +242,7 @@ func BenchmarkReaderBraces(b *testing.B) {
 }
 
 // BenchmarkReaderPathological reads 64 MB of each pathological log, in
-// ns/B, beside internal/smsevent's benchmark of the same name.
+// ns/B, beside internal/sms/smsevent's benchmark of the same name.
 func BenchmarkReaderPathological(b *testing.B) {
 	const size = 64 << 20
 	for _, tc := range pathological {
