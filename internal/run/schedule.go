@@ -672,19 +672,31 @@ func (sp *SchedulePlan) eta(atRate time.Duration) time.Duration {
 	d := atRate
 	if sp.OpenShare > 0 && sp.OpenShare < 1 {
 		d = time.Duration(float64(atRate) / sp.OpenShare)
-		// Nothing goes before the first window opens anywhere.
-		var first time.Time
+		// Nothing goes before the first window opens anywhere, and the
+		// rows of a zone set whose window is closed go no sooner than it
+		// opens.
+		var first, last time.Time
+		open := false
 		for _, z := range sp.Zones {
 			if z.Open {
-				first = time.Time{}
-				break
+				open = true
+				continue
 			}
-			if !z.Change.IsZero() && (first.IsZero() || z.Change.Before(first)) {
+			if z.Change.IsZero() {
+				continue // never open in all its zones: skipped, not sent
+			}
+			if first.IsZero() || z.Change.Before(first) {
 				first = z.Change
 			}
+			if z.Change.After(last) {
+				last = z.Change
+			}
 		}
-		if !first.IsZero() {
+		if !open && !first.IsZero() {
 			d += first.Sub(sp.At)
+		}
+		if !last.IsZero() {
+			d = max(d, last.Sub(sp.At))
 		}
 	}
 	if sp.Days > 1 {

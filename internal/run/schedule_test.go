@@ -373,3 +373,31 @@ func TestWindowAddedOnResume(t *testing.T) {
 		t.Fatalf("sent %v, %d waiting for the window; want Sydney sent, New York waiting", sent, out.Waiting.Window)
 	}
 }
+
+// The dry run's estimate under a window waits for the last zone set whose
+// window is closed: with New York open and Sydney closed until 22:00Z, the
+// Sydney rows go no sooner, however fast the rate.
+func TestPlanWaitsForTheLastWindow(t *testing.T) {
+	ctx := context.Background()
+	o := schedOptions(writeCSV(t, t.TempDir(), "c.csv", "phone,name\n+12125550101,NY\n+61291234567,AU\n"))
+	o.Schedule.Window = []string{"09:00-20:00"}
+	o.DryRun = true
+	now := at(t, "2026-12-02T14:20:00Z") // New York 09:20, Sydney 01:20
+	o.Now = func() time.Time { return now }
+	c, err := run.Open(ctx, o, &channel{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	res, err := c.Run(ctx, ctx, run.Hooks{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp := res.Plan.Schedule
+	if sp == nil {
+		t.Fatal("no schedule in the plan")
+	}
+	if want := at(t, "2026-12-02T22:00:00Z").Sub(now); sp.ETA < want {
+		t.Fatalf("estimate %v; want at least %v, until Sydney's window opens", sp.ETA, want)
+	}
+}
