@@ -183,6 +183,9 @@ func printSchedule(w io.Writer, out *report.Status) {
 	if out.DailyLimit != "" {
 		fmt.Fprintf(w, " daily limit %s unique recipients per moving 24 h;", esc(out.DailyLimit))
 	}
+	if out.Days > 0 {
+		fmt.Fprintf(w, " runs span %d day(s);", out.Days)
+	}
 	fmt.Fprintln(w)
 	if out.NextSendAt != nil {
 		fmt.Fprintf(w, "waiting (pending): %d for their window, %d for their send_at, %d for the daily limit, %d for the start; next send at %s\n",
@@ -249,18 +252,34 @@ func printPlanSchedule(w io.Writer, p *run.Plan, marketing bool) {
 		fmt.Fprintf(w, "quiet hours: %d rows fall under %s (marketing %s recipient local time): %s\n", q.Rows, esc(q.Market), esc(q.Spec), verdict)
 	}
 	if sp.SendAt > 0 {
-		fmt.Fprintf(w, "send_at: %d rows wait for their own send time\n", sp.SendAt)
+		fmt.Fprintf(w, "send_at: %d rows wait for their own send time, the last at %s\n", sp.SendAt, sp.LastSendAt.UTC().Format(time.RFC3339))
 	}
 	if !s.StartAt.IsZero() || !s.EndAt.IsZero() {
 		fmt.Fprintf(w, "campaign: %s to %s\n", whenOr(s.StartAt, "now"), whenOr(s.EndAt, "no end"))
 	}
 	if sp.DailyLimit > 0 {
 		fmt.Fprintf(w, "daily limit: %d unique recipients per moving 24 hours: the rows to send need at least %d day(s) (less what other campaigns of the portfolio send)\n", sp.DailyLimit, sp.Days)
+		if days := sp.PerDay(); len(days) > 1 {
+			fmt.Fprintf(w, "  rows a day: %s\n", perDay(days))
+		}
 	}
-	if !sp.Window.IsZero() || sp.DailyLimit > 0 {
-		fmt.Fprintf(w, "estimate under the schedule: about %s (the window open %.0f%% of the week; the rate, the daily limit and the first opening together; retries and throttles add to it)\n",
+	if !sp.Window.IsZero() || sp.DailyLimit > 0 || sp.SendAt > 0 {
+		fmt.Fprintf(w, "estimate under the schedule: about %s (the window open %.0f%% of the week; the rate, the daily limit, send_at and the first opening together; retries and throttles add to it)\n",
 			roundDays(sp.ETA), 100*sp.OpenShare)
 	}
+}
+
+// perDay lists the rows of each day, the first 7 and then the rest.
+func perDay(days []int64) string {
+	var parts []string
+	for i, n := range days {
+		if i == 7 {
+			parts = append(parts, fmt.Sprintf("… and %d more days", len(days)-i))
+			break
+		}
+		parts = append(parts, fmt.Sprintf("day %d %d", i+1, n))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // roundDays is a long estimate as an operator reads it.

@@ -92,14 +92,23 @@ func schedule(ctx context.Context, st *store.Store, s store.Settings, runs []Run
 	}
 	sc.StartAt, sc.EndAt, sc.NextSendAt = utcPtr(s.StartAt), utcPtr(s.EndAt), utcPtr(w.Next)
 	if len(runs) > 0 {
-		first, last := runs[0].StartedAt.UTC(), runs[len(runs)-1].StartedAt.UTC()
+		last := runs[len(runs)-1].StartedAt
 		if e := runs[len(runs)-1].EndedAt; e != nil {
-			last = e.UTC()
+			last = *e
 		}
-		day := func(t time.Time) time.Time { return time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, time.UTC) }
-		sc.Days = int(day(last).Sub(day(first))/(24*time.Hour)) + 1
+		sc.Days = DaysSpanned(runs[0].StartedAt, last)
 	}
 	return sc, nil
+}
+
+// DaysSpanned is how many calendar days (UTC) the runs from first to last
+// touch: 1 for runs within one day.
+func DaysSpanned(first, last time.Time) int {
+	day := func(t time.Time) time.Time {
+		t = t.UTC()
+		return time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, time.UTC)
+	}
+	return int(day(last).Sub(day(first))/(24*time.Hour)) + 1
 }
 
 // Campaign is what the campaign is: the report's header.

@@ -467,3 +467,22 @@ func TestRenderMatchesCheckpoint(t *testing.T) {
 		}
 	}
 }
+
+func TestDaysSpanned(t *testing.T) {
+	ny, _ := time.LoadLocation("America/New_York")
+	for _, tc := range []struct {
+		first, last time.Time
+		want        int
+	}{
+		{time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC), time.Date(2026, 12, 2, 23, 59, 0, 0, time.UTC), 1},
+		{time.Date(2026, 12, 2, 23, 0, 0, 0, time.UTC), time.Date(2026, 12, 3, 1, 0, 0, 0, time.UTC), 2},
+		{time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC), time.Date(2026, 12, 8, 12, 0, 0, 0, time.UTC), 8},
+		// Days are UTC's, whatever the zone a time is read in: 20:00 in
+		// New York on the 2nd is the 3rd in UTC.
+		{time.Date(2026, 12, 2, 20, 0, 0, 0, ny), time.Date(2026, 12, 3, 2, 0, 0, 0, time.UTC), 1},
+	} {
+		if got := DaysSpanned(tc.first, tc.last); got != tc.want {
+			t.Errorf("DaysSpanned(%v, %v) = %d, want %d", tc.first, tc.last, got, tc.want)
+		}
+	}
+}

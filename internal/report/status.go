@@ -71,6 +71,10 @@ type Status struct {
 	// Added by issue 26: the rows whose recipient replied (first replies,
 	// recorded by reconcile or receive).
 	Replied int64 `json:"replied"`
+
+	// Days is how many calendar days (UTC) the campaign's runs span, first
+	// start to last end; 0 before any run.
+	Days int `json:"days_spanned"`
 }
 
 // NewStatus reads the status of the campaign in st, whose settings are s,
@@ -141,6 +145,10 @@ func NewStatus(ctx context.Context, st *store.Store, s store.Settings, parts boo
 	runs, err := st.Runs(ctx)
 	if err != nil {
 		return nil, r, err
+	}
+	if len(runs) > 0 {
+		last := runs[len(runs)-1]
+		out.Days = DaysSpanned(runs[0].StartedAt, cmp.Or(last.EndedAt, last.StartedAt))
 	}
 	for _, run := range slices.Backward(runs) {
 		if run.Learned != nil {

@@ -639,7 +639,9 @@ type SchedulePlan struct {
 	// (0: none); Days how many days the pending rows need at it.
 	DailyLimit int
 	Days       int
-	SendAt     int64 // pending rows with a send_at still to come
+	Rows       int64     // the pending rows the plan is for
+	SendAt     int64     // pending rows with a send_at still to come
+	LastSendAt time.Time // the latest of their send_at; zero: none
 	// OpenShare is the share of a week the window is open (1 without
 	// one); ETA the estimate under the window, the daily limit and the
 	// rate together (see Plan.ScheduleETA).
@@ -702,7 +704,23 @@ func (sp *SchedulePlan) eta(atRate time.Duration) time.Duration {
 	if sp.Days > 1 {
 		d = max(d, time.Duration(sp.Days-1)*24*time.Hour+atRate/time.Duration(sp.Days))
 	}
+	if !sp.LastSendAt.IsZero() {
+		d = max(d, sp.LastSendAt.Sub(sp.At)) // the last row's own time
+	}
 	return d
+}
+
+// PerDay is how many of the pending rows the daily limit lets go on each
+// day, the last day taking what is left; nil without a limit.
+func (sp *SchedulePlan) PerDay() []int64 {
+	if sp.DailyLimit <= 0 {
+		return nil
+	}
+	var days []int64
+	for left := sp.Rows; left > 0; left -= int64(sp.DailyLimit) {
+		days = append(days, min(left, int64(sp.DailyLimit)))
+	}
+	return days
 }
 
 // ZonePlan is one zone set's pending rows.
@@ -725,7 +743,7 @@ type QuietPlan struct {
 func (c *Campaign) planSchedule(ctx context.Context, pending int64) (*SchedulePlan, error) {
 	s := c.Settings
 	now := c.now()
-	sp := &SchedulePlan{Zone: s.WindowTZ, At: now, OpenShare: 1}
+	sp := &SchedulePlan{Zone: s.WindowTZ, At: now, OpenShare: 1, Rows: pending}
 	if len(s.Window) > 0 {
 		w, z, err := window(s)
 		if err != nil {
@@ -793,6 +811,11 @@ func (c *Campaign) planSchedule(ctx context.Context, pending int64) (*SchedulePl
 			return nil, err
 		}
 		sp.SendAt = w.SendAt
+		if sp.SendAt > 0 {
+			if sp.LastSendAt, err = c.Store.LastSendAt(ctx); err != nil {
+				return nil, err
+			}
+		}
 	}
 	if sp.Window.IsZero() && len(sp.Quiet) == 0 && sp.DailyLimit == 0 && sp.SendAt == 0 && s.StartAt.IsZero() && s.EndAt.IsZero() {
 		return nil, nil

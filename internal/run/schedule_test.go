@@ -401,3 +401,42 @@ func TestPlanWaitsForTheLastWindow(t *testing.T) {
 		t.Fatalf("estimate %v; want at least %v, until Sydney's window opens", sp.ETA, want)
 	}
 }
+
+// The dry run's plan under send_at and a daily limit: the estimate waits
+// for the last row's own send time, and the limit's days say how many
+// rows go on each.
+func TestPlanSendAtAndDays(t *testing.T) {
+	ctx := context.Background()
+	body := "phone,send_at,name\n"
+	for _, r := range []string{"+12125550101,,a", "+12125550102,2026-12-04T09:00:00Z,b", "+12125550103,2026-12-02T15:00:00Z,c",
+		"+12125550104,,d", "+12125550105,,e"} {
+		body += r + "\n"
+	}
+	o := schedOptions(writeCSV(t, t.TempDir(), "c.csv", body))
+	o.Schedule.DailyLimit = "2"
+	o.DryRun = true
+	now := at(t, "2026-12-02T14:00:00Z")
+	o.Now = func() time.Time { return now }
+	c, err := run.Open(ctx, o, &channel{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	res, err := c.Run(ctx, ctx, run.Hooks{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp := res.Plan.Schedule
+	if sp == nil {
+		t.Fatal("no schedule in the plan")
+	}
+	if last := at(t, "2026-12-04T09:00:00Z"); sp.SendAt != 2 || !sp.LastSendAt.Equal(last) {
+		t.Fatalf("send_at rows %d, the last at %v; want 2, %v", sp.SendAt, sp.LastSendAt, last)
+	}
+	if want := at(t, "2026-12-04T09:00:00Z").Sub(now); sp.ETA < want {
+		t.Fatalf("estimate %v; want at least %v, until the last send_at", sp.ETA, want)
+	}
+	if got := sp.PerDay(); !slices.Equal(got, []int64{2, 2, 1}) || sp.Days != 3 {
+		t.Fatalf("rows a day %v over %d days; want [2 2 1] over 3", got, sp.Days)
+	}
+}

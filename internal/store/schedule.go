@@ -258,6 +258,20 @@ func (s *Store) Waiting(ctx context.Context, now time.Time) (_ Waiting, err erro
 	return w, rows.Err()
 }
 
+// LastSendAt is the latest send_at of a pending row, zero when none has
+// one: no schedule can send them all before it.
+func (s *Store) LastSendAt(ctx context.Context) (_ time.Time, err error) {
+	defer mark(&err)
+	var last sql.NullInt64
+	if err := s.q.QueryRowContext(ctx, `SELECT MAX(send_at) FROM recipients WHERE status = 'pending'`).Scan(&last); err != nil {
+		return time.Time{}, fmt.Errorf("last send_at: %w", err)
+	}
+	if !last.Valid {
+		return time.Time{}, nil
+	}
+	return time.UnixMilli(last.Int64), nil
+}
+
 // AreaCodes counts the pending rows of North American (+1) phones by area
 // code, for the quiet hours of the markets they fall under.
 func (s *Store) AreaCodes(ctx context.Context) (_ map[string]int64, err error) {
