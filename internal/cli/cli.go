@@ -46,8 +46,10 @@ const exitCodesHelp = `Exit status:
   2  usage error or bad input (flags, CSV, a webhook log with no status
      webhook in it)
   3  unfinished, run again later: interrupted, retries scheduled for later,
-     rows in doubt, API or --budget server unreachable
-  4  another bulksend holds this checkpoint`
+     rows waiting for their window, send_at, start or the daily limit
+     (the last line names the next send time), rows in doubt, API or
+     --budget server unreachable
+  4  another bulksend holds this checkpoint (harmless from cron)`
 
 // IO is where a command reads and writes. stdout is data; everything
 // else goes to stderr.
