@@ -46,6 +46,9 @@ type channelEntry struct {
 	// (WhatsApp's phone-number IDs); SMS events name the number a message
 	// left from, not the pool or ID given, so every event is looked up.
 	eachSender bool
+	// endpoint is the provider's URL when a flag or the environment
+	// points the run elsewhere than the real provider ("" for it).
+	endpoint func(o *runOptions, ios *IO) string
 }
 
 // channelInput is what building a run's channel needs beyond the flags.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/bulksend/bulksend/internal/campaign"
 	"github.com/bulksend/bulksend/internal/csvin"
 	"github.com/bulksend/bulksend/internal/csvout"
 	"github.com/bulksend/bulksend/internal/ledger"
@@ -129,9 +130,7 @@ func (o *optoutsOptions) phones(r io.Reader, from string) ([]string, error) {
 }
 
 func (o *optoutsOptions) addPhones(ctx context.Context, ios *IO, l *ledger.Ledger, r io.Reader, from string) error {
-	switch o.channel {
-	case "", "whatsapp", "sms":
-	default:
+	if _, ok := channels[campaign.Channel(o.channel)]; !ok && o.channel != "" {
 		return usagef("", "--channel %q: whatsapp or sms", o.channel)
 	}
 	phones, err := o.phones(r, from)

@@ -252,7 +252,7 @@ func runRun(ctx context.Context, ios *IO, o *runOptions) error {
 	var metricsOut *metrics.Output
 	defer func() { metricsOut.Close() }()
 	ro := o.runOptions(db, ch)
-	ro.Schedule, ro.Now, ro.LedgerScope = sched, now, o.ledgerScope(ios, name)
+	ro.Schedule, ro.Now, ro.LedgerScope = sched, now, o.ledgerScope(ios, ch)
 	if ro.Ledger, err = o.sched.openLedger(runCtx, o, sched); err != nil {
 		return err
 	}

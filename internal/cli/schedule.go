@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -12,7 +11,6 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/bulksend/bulksend/internal/campaign"
 	"github.com/bulksend/bulksend/internal/ledger"
 	"github.com/bulksend/bulksend/internal/redact"
 	"github.com/bulksend/bulksend/internal/report"
@@ -196,17 +194,11 @@ func printSchedule(w io.Writer, out *report.Status) {
 // ledgerScope is where this run's sends go, when not to the provider
 // itself: the operator ledger keeps a rehearsal's counts and learned
 // limits apart from the real numbers' ("" for the provider).
-func (o *runOptions) ledgerScope(ios *IO, ch campaign.Channel) string {
+func (o *runOptions) ledgerScope(ios *IO, ch *channelEntry) string {
 	if o.sandbox {
 		return "sandbox"
 	}
-	if ch == campaign.SMS {
-		if u := cmp.Or(o.endpointURL, ios.Getenv("AWS_ENDPOINT_URL")); u != "" {
-			return redact.URL(u)
-		}
-		return ""
-	}
-	if u := o.apiBase(ios); u != "https://graph.facebook.com" {
+	if u := ch.endpoint(o, ios); u != "" {
 		return redact.URL(u)
 	}
 	return ""

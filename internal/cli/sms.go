@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -37,6 +38,7 @@ var smsEntry = &channelEntry{
 	defaultRate:  1, // 10DLC's and international long codes' ceiling: the safe default
 	parts:        true,
 	heading:      func(s store.Settings) string { return "SMS from " + termtext.Join(s.Senders, ", ") },
+	endpoint:     func(o *runOptions, ios *IO) string { return cmp.Or(o.endpointURL, ios.Getenv("AWS_ENDPOINT_URL")) },
 }
 
 // checkSMS checks the flags of an SMS run.

@@ -27,6 +27,12 @@ var whatsappEntry = &channelEntry{
 	plan:         printPlan,
 	reconcile:    readWebhookLog,
 	eachSender:   true,
+	endpoint: func(o *runOptions, ios *IO) string {
+		if u := o.apiBase(ios); u != "https://graph.facebook.com" {
+			return u
+		}
+		return ""
+	},
 	heading: func(s store.Settings) string {
 		if s.Category != "" {
 			return fmt.Sprintf("template %s/%s (%s)", esc(s.Template), esc(s.Lang), esc(s.Category))
