@@ -378,25 +378,10 @@ func TestWindowAddedOnResume(t *testing.T) {
 // window is closed: with New York open and Sydney closed until 22:00Z, the
 // Sydney rows go no sooner, however fast the rate.
 func TestPlanWaitsForTheLastWindow(t *testing.T) {
-	ctx := context.Background()
 	o := schedOptions(writeCSV(t, t.TempDir(), "c.csv", "phone,name\n+12125550101,NY\n+61291234567,AU\n"))
 	o.Schedule.Window = []string{"09:00-20:00"}
-	o.DryRun = true
 	now := at(t, "2026-12-02T14:20:00Z") // New York 09:20, Sydney 01:20
-	o.Now = func() time.Time { return now }
-	c, err := run.Open(ctx, o, &channel{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	res, err := c.Run(ctx, ctx, run.Hooks{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sp := res.Plan.Schedule
-	if sp == nil {
-		t.Fatal("no schedule in the plan")
-	}
+	sp := planAt(t, o, now)
 	if want := at(t, "2026-12-02T22:00:00Z").Sub(now); sp.ETA < want {
 		t.Fatalf("estimate %v; want at least %v, until Sydney's window opens", sp.ETA, want)
 	}
@@ -406,7 +391,6 @@ func TestPlanWaitsForTheLastWindow(t *testing.T) {
 // for the last row's own send time, and the limit's days say how many
 // rows go on each.
 func TestPlanSendAtAndDays(t *testing.T) {
-	ctx := context.Background()
 	body := "phone,send_at,name\n"
 	for _, r := range []string{"+12125550101,,a", "+12125550102,2026-12-04T09:00:00Z,b", "+12125550103,2026-12-02T15:00:00Z,c",
 		"+12125550104,,d", "+12125550105,,e"} {
@@ -414,8 +398,24 @@ func TestPlanSendAtAndDays(t *testing.T) {
 	}
 	o := schedOptions(writeCSV(t, t.TempDir(), "c.csv", body))
 	o.Schedule.DailyLimit = "2"
-	o.DryRun = true
 	now := at(t, "2026-12-02T14:00:00Z")
+	sp := planAt(t, o, now)
+	if last := at(t, "2026-12-04T09:00:00Z"); sp.SendAt != 2 || !sp.LastSendAt.Equal(last) {
+		t.Fatalf("send_at rows %d, the last at %v; want 2, %v", sp.SendAt, sp.LastSendAt, last)
+	}
+	if want := at(t, "2026-12-04T09:00:00Z").Sub(now); sp.ETA < want {
+		t.Fatalf("estimate %v; want at least %v, until the last send_at", sp.ETA, want)
+	}
+	if got := sp.PerDay(); !slices.Equal(got, []int64{2, 2, 1}) || sp.Days != 3 {
+		t.Fatalf("rows a day %v over %d days; want [2 2 1] over 3", got, sp.Days)
+	}
+}
+
+// planAt dry-runs the campaign of o at now and returns its schedule's plan.
+func planAt(t *testing.T, o run.Options, now time.Time) *run.SchedulePlan {
+	t.Helper()
+	ctx := context.Background()
+	o.DryRun = true
 	o.Now = func() time.Time { return now }
 	c, err := run.Open(ctx, o, &channel{})
 	if err != nil {
@@ -426,17 +426,8 @@ func TestPlanSendAtAndDays(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sp := res.Plan.Schedule
-	if sp == nil {
+	if res.Plan.Schedule == nil {
 		t.Fatal("no schedule in the plan")
 	}
-	if last := at(t, "2026-12-04T09:00:00Z"); sp.SendAt != 2 || !sp.LastSendAt.Equal(last) {
-		t.Fatalf("send_at rows %d, the last at %v; want 2, %v", sp.SendAt, sp.LastSendAt, last)
-	}
-	if want := at(t, "2026-12-04T09:00:00Z").Sub(now); sp.ETA < want {
-		t.Fatalf("estimate %v; want at least %v, until the last send_at", sp.ETA, want)
-	}
-	if got := sp.PerDay(); !slices.Equal(got, []int64{2, 2, 1}) || sp.Days != 3 {
-		t.Fatalf("rows a day %v over %d days; want [2 2 1] over 3", got, sp.Days)
-	}
+	return res.Plan.Schedule
 }
