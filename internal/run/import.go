@@ -127,6 +127,7 @@ func (c *Campaign) row(row int64, rec csvin.Record) store.Row {
 	}
 	if r.Skip == "" {
 		c.bound.Row(&r, rec.Params)
+		c.severalParts = c.severalParts || r.Parts > 1
 	}
 	return r
 }

@@ -32,8 +32,17 @@ func (c *Campaign) Plan(ctx context.Context) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	pending, err := c.Store.PendingParts(ctx)
-	if err != nil {
+	var pending map[string]int64
+	if c.bound != nil && !c.severalParts {
+		// Imported by this run, every row one part: the breakdown's
+		// pending rows, without a second scan of a million rows.
+		pending = map[string]int64{}
+		for _, sc := range r.BySender {
+			if sc.Counts.Pending > 0 {
+				pending[sc.Sender] = sc.Counts.Pending
+			}
+		}
+	} else if pending, err = c.Store.PendingParts(ctx); err != nil {
 		return nil, err
 	}
 	sp, err := c.planSchedule(ctx, r.Counts.Pending)

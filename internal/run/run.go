@@ -153,8 +153,12 @@ type Campaign struct {
 	opts  Options
 	ch    Channel
 	bound Binding // the first run's, nil on a resume
-	lock  *store.Lock
-	tmp   string // a dry run's temporary folder
+	// severalParts: this run imported a row of more than one part (an
+	// SMS of several); without one, the plan's pending parts are its
+	// pending rows.
+	severalParts bool
+	lock         *store.Lock
+	tmp          string // a dry run's temporary folder
 	// rescheduleWindows: this run changed the window, so rows an earlier
 	// run made wait for one are scheduled afresh.
 	rescheduleWindows bool

@@ -54,6 +54,9 @@ func (binding) Row(r *store.Row, cells []string) {
 	if len(cells) > 0 && cells[0] == "bad" {
 		r.Skip, r.SkipKind = "bad cell", campaign.SkipParameter
 	}
+	if len(cells) > 0 && cells[0] == "three parts" {
+		r.Parts = 3
+	}
 }
 
 func (c *channel) Pinned(s store.Settings) []run.Pinned {
@@ -266,5 +269,49 @@ func TestNoSender(t *testing.T) {
 			c.Close()
 		}
 		t.Fatalf("no from column and no senders: %v, want ErrNoSender", err)
+	}
+}
+
+// The plan's pending parts per sender: the pending rows when every row
+// is one part (taken from the breakdown), their parts when some row has
+// several; either way what the checkpoint holds.
+func TestPlanPendingParts(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name  string
+		cells []string
+		want  int64
+	}{
+		{"one part each", []string{"a", "b", "c"}, 3},
+		{"one of three parts", []string{"a", "three parts", "c"}, 5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			body := "phone,name\n"
+			for i, c := range tc.cells {
+				body += fmt.Sprintf("+1201555%04d,%s\n", 100+i, c)
+			}
+			path := filepath.Join(t.TempDir(), "c.csv")
+			if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			o := options(path)
+			o.From, o.DryRun, o.Rate = []string{"s1"}, true, 10
+			c, err := run.Open(ctx, o, &channel{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			res, err := c.Run(ctx, ctx, run.Hooks{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			stored, err := res.Plan.Store.PendingParts(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := res.Plan.Pending; got["s1"] != tc.want || len(got) != 1 || stored["s1"] != tc.want {
+				t.Fatalf("pending %v, the checkpoint's %v; want s1: %d", got, stored, tc.want)
+			}
+		})
 	}
 }
