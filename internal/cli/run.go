@@ -306,7 +306,11 @@ func runRun(ctx context.Context, ios *IO, o *runOptions) error {
 	if runErr != nil {
 		return ch.words(o, runErr)
 	}
-	return unfinished(out, o.csv)
+	command := o.csv
+	if o.sandbox {
+		command += " --sandbox" // a rehearsal resumes against the sandbox, not the provider
+	}
+	return unfinished(out, o.csv, command)
 }
 
 // runOptions are the run's inputs as the run package takes them.
@@ -463,8 +467,8 @@ func (o *runOptions) delimiterRune() rune {
 }
 
 // unfinished returns nil when the campaign is finished, else the reason
-// to run again (exit 3).
-func unfinished(out *run.Outcome, csvPath string) error {
+// to run again (exit 3); command is what a crontab line runs again.
+func unfinished(out *run.Outcome, csvPath, command string) error {
 	if !out.Unfinished() {
 		return nil
 	}
@@ -482,7 +486,7 @@ func unfinished(out *run.Outcome, csvPath string) error {
 			hint = "move --end-at later to send them, or give --expire to end them skipped"
 		case !out.NextDue.IsZero() && out.Waiting.Total() > out.Waiting.Retry:
 			p += " (waiting: " + waitingWords(out) + "); next send at " + out.NextDue.Format(time.RFC3339)
-			hint = "run the same command again after " + out.NextDue.Format(time.RFC3339) + "; from cron, every 10 minutes: */10 * * * * bulksend run " + csvPath
+			hint = "run the same command again after " + out.NextDue.Format(time.RFC3339) + "; from cron, every 10 minutes: */10 * * * * bulksend run " + command
 		case !out.NextDue.IsZero():
 			p += " (next retry due " + out.NextDue.Format(time.RFC3339) + ")"
 			hint = "run the same command again after " + out.NextDue.Format(time.RFC3339)
