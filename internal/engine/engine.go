@@ -434,7 +434,10 @@ func (e *Engine) Run(ctx context.Context) error {
 // Rows go in claim order, except that a row of fewer parts may go before
 // one that waits for room in the second for all of its own (pick).
 func (e *Engine) dispatch(ctx, parent context.Context, sender string, sends *sync.WaitGroup) error {
-	batches := make(chan []Job) // one batch sending, one ready: a crash leaves two in doubt at most
+	// One claim ready beside the rows held: a crash leaves them in doubt.
+	// For rows of one part that is two claims at most; rows of several
+	// parts are held to choose from: up to maxHeld−1 rows and two claims.
+	batches := make(chan []Job)
 	claimErr := make(chan error, 1)
 	go func() {
 		defer close(batches)
@@ -448,9 +451,10 @@ func (e *Engine) dispatch(ctx, parent context.Context, sender string, sends *syn
 				break
 			}
 			held = hold(held, jobs)
-		} else if open && len(held) < maxHeld {
+		} else if open && len(held) < maxHeld && slices.ContainsFunc(held, severalParts) {
 			// The batch the claimer has ready joins this one, so that
-			// there is a choice of sizes at its end too.
+			// there is a choice of sizes at its end too (rows of one part
+			// have no use for one: they go in claim order).
 			select {
 			case jobs, ok := <-batches:
 				held, open = hold(held, jobs), ok
@@ -500,6 +504,8 @@ type heldJob struct {
 	Job
 	passed int
 }
+
+func severalParts(h heldJob) bool { return h.Cost > 1 }
 
 func hold(held []heldJob, jobs []Job) []heldJob {
 	for _, j := range jobs {

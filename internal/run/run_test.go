@@ -296,15 +296,8 @@ func TestPlanPendingParts(t *testing.T) {
 			}
 			o := options(path)
 			o.From, o.DryRun, o.Rate = []string{"s1"}, true, 10
-			c, err := run.Open(ctx, o, &channel{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
-			res, err := c.Run(ctx, ctx, run.Hooks{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			res, done := runOnce(t, o, &channel{})
+			defer done()
 			stored, err := res.Plan.Store.PendingParts(ctx)
 			if err != nil {
 				t.Fatal(err)

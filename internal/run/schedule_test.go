@@ -40,19 +40,11 @@ func at(t *testing.T, v string) time.Time {
 // returns the outcome and the phones it sent to.
 func runAt(t *testing.T, o run.Options, now time.Time) (*run.Outcome, []string) {
 	t.Helper()
-	ctx := context.Background()
 	start := time.Now() // the clock runs from now, as a real one does
 	o.Now = func() time.Time { return now.Add(time.Since(start)) }
 	ch := &channel{}
-	c, err := run.Open(ctx, o, ch)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	res, err := c.Run(ctx, ctx, run.Hooks{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	res, done := runOnce(t, o, ch)
+	defer done()
 	var phones []string
 	for _, m := range ch.sent {
 		phones = append(phones, m.To)
@@ -414,20 +406,28 @@ func TestPlanSendAtAndDays(t *testing.T) {
 // planAt dry-runs the campaign of o at now and returns its schedule's plan.
 func planAt(t *testing.T, o run.Options, now time.Time) *run.SchedulePlan {
 	t.Helper()
-	ctx := context.Background()
 	o.DryRun = true
 	o.Now = func() time.Time { return now }
-	c, err := run.Open(ctx, o, &channel{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	res, err := c.Run(ctx, ctx, run.Hooks{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	res, done := runOnce(t, o, &channel{})
+	defer done()
 	if res.Plan.Schedule == nil {
 		t.Fatal("no schedule in the plan")
 	}
 	return res.Plan.Schedule
+}
+
+// runOnce opens the campaign of o on ch and runs it once; done closes it
+// (a dry run's plan and its checkpoint are valid until then).
+func runOnce(t *testing.T, o run.Options, ch *channel) (res run.Result, done func()) {
+	t.Helper()
+	ctx := context.Background()
+	c, err := run.Open(ctx, o, ch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err = c.Run(ctx, ctx, run.Hooks{}); err != nil {
+		c.Close()
+		t.Fatal(err)
+	}
+	return res, func() { c.Close() }
 }
