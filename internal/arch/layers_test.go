@@ -101,7 +101,7 @@ var thirdParty = map[string][]string{
 	"github.com/prometheus/":                 {"internal/metrics"},
 	"github.com/nyaruka/phonenumbers":        {"internal/csvin", "internal/schedule"},
 	"golang.org/x/time/rate":                 {"internal/pace"},
-	"github.com/redis/go-redis/":             {"internal/budget"},
+	"github.com/gomodule/redigo/":            {"internal/budget"},
 	"github.com/santhosh-tekuri/jsonschema/": {"internal/whatsapp/internal/oas"},
 	"gopkg.in/yaml.v3":                       {"internal/whatsapp/internal/oas"},
 }

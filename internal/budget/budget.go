@@ -20,16 +20,19 @@
 package budget
 
 import (
+	"cmp"
 	"context"
+	"crypto/tls"
 	_ "embed"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"strconv"
-	"sync"
+	"strings"
 	"time"
 
-	"github.com/redis/go-redis/v9"
+	"github.com/gomodule/redigo/redis"
 
 	"github.com/bulksend/bulksend/internal/pace"
 )
@@ -73,7 +76,7 @@ type Options struct {
 
 // Budget is a shared budget, made by Open. It is safe for concurrent use.
 type Budget struct {
-	rdb    *redis.Client
+	pool   *redis.Pool
 	url    string // without its password
 	prefix string
 	// now, if not nil, gives the script its instants instead of the
@@ -83,8 +86,16 @@ type Budget struct {
 
 var _ pace.Book = (*Budget)(nil)
 
-// Parse checks o and returns the client options it names.
-func Parse(o Options) (*redis.Options, error) {
+// Server is the Redis server a budget URL names.
+type Server struct {
+	Addr               string // HOST:PORT
+	DB                 int
+	Username, Password string
+	TLSConfig          *tls.Config // rediss://; nil for plain TCP
+}
+
+// Parse checks o and returns the server it names.
+func Parse(o Options) (*Server, error) {
 	u, err := url.Parse(o.URL)
 	if err != nil {
 		return nil, fmt.Errorf("budget URL: %w", err)
@@ -92,28 +103,42 @@ func Parse(o Options) (*redis.Options, error) {
 	if u.Scheme != "redis" && u.Scheme != "rediss" {
 		return nil, fmt.Errorf("budget URL %q: want redis://HOST:PORT/DB or rediss://… (TLS)", Redact(o.URL))
 	}
-	if u.Host == "" {
+	host, port := u.Hostname(), u.Port()
+	if host == "" {
 		return nil, fmt.Errorf("budget URL %q: no host", Redact(o.URL))
 	}
-	ro, err := redis.ParseURL(o.URL)
-	if err != nil {
-		return nil, fmt.Errorf("budget URL %q: %w", Redact(o.URL), err)
+	s := &Server{Addr: net.JoinHostPort(host, cmp.Or(port, "6379"))}
+	if db := strings.TrimPrefix(u.Path, "/"); db != "" {
+		if s.DB, err = strconv.Atoi(db); err != nil || s.DB < 0 {
+			return nil, fmt.Errorf("budget URL %q: invalid database %q", Redact(o.URL), db)
+		}
+	}
+	if u.User != nil {
+		s.Username = u.User.Username()
+		s.Password, _ = u.User.Password()
 	}
 	if o.Password != "" {
-		if ro.Password != "" {
+		if s.Password != "" {
 			return nil, ErrTwoPasswords
 		}
-		ro.Password = o.Password
+		s.Password = o.Password
 	}
-	// A booking waits for its answer before a send leaves: a server that
-	// does not answer in a second is gone for this run's purposes. One
-	// retry rides out a dropped connection; a retried booking that had
-	// been made only costs a slot.
-	ro.DialTimeout, ro.ReadTimeout, ro.WriteTimeout = 2*time.Second, time.Second, time.Second
-	ro.MaxRetries = 1
-	ro.Protocol = 2 // RESP2: no HELLO, any Redis since 2.6 with Lua
-	ro.DisableIdentity = true
-	return ro, nil
+	if u.Scheme == "rediss" {
+		s.TLSConfig = &tls.Config{ServerName: host, MinVersion: tls.VersionTLS12}
+	}
+	return s, nil
+}
+
+// dial opens a connection to s. A booking waits for its answer before a
+// send leaves: a server that does not answer in a second is gone for this
+// run's purposes. RESP2 commands only: any Redis since 2.6 with Lua.
+func (s *Server) dial(ctx context.Context) (redis.Conn, error) {
+	opts := []redis.DialOption{redis.DialConnectTimeout(2 * time.Second), redis.DialReadTimeout(time.Second),
+		redis.DialWriteTimeout(time.Second), redis.DialDatabase(s.DB), redis.DialUsername(s.Username), redis.DialPassword(s.Password)}
+	if s.TLSConfig != nil {
+		opts = append(opts, redis.DialUseTLS(true), redis.DialTLSConfig(s.TLSConfig))
+	}
+	return redis.DialContext(ctx, "tcp", s.Addr, opts...)
 }
 
 // Redact is u without its password, for messages and logs.
@@ -125,34 +150,53 @@ func Redact(u string) string {
 	return p.Redacted()
 }
 
-// quiet discards go-redis's own log lines (a failed dial, printed to
-// stderr): its errors come back to the caller, who says what they mean.
-type quiet struct{}
-
-func (quiet) Printf(context.Context, string, ...any) {}
-
-var silence sync.Once
-
 // Open connects to the budget o names and checks that it answers.
 func Open(ctx context.Context, o Options) (*Budget, error) {
-	silence.Do(func() { redis.SetLogger(quiet{}) })
-	ro, err := Parse(o)
+	s, err := Parse(o)
 	if err != nil {
 		return nil, err
 	}
-	b := &Budget{rdb: redis.NewClient(ro), url: Redact(o.URL), prefix: "bulksend:budget:"}
+	b := &Budget{
+		// As many idle connections as sends in flight may want at once: a
+		// booking never waits for another's connection.
+		pool: &redis.Pool{DialContext: s.dial, MaxIdle: 256, IdleTimeout: time.Minute},
+		url:  Redact(o.URL), prefix: "bulksend:budget:",
+	}
 	if o.Namespace != "" {
 		b.prefix += o.Namespace + ":"
 	}
-	if err := b.rdb.Ping(ctx).Err(); err != nil {
-		b.rdb.Close()
+	if _, err := b.do(ctx, func(c redis.ConnWithContext) (any, error) { return c.DoContext(ctx, "PING") }); err != nil {
+		b.pool.Close()
 		return nil, &Error{URL: b.url, Err: err}
 	}
 	return b, nil
 }
 
+// do runs f on a connection of the pool. One retry on a fresh connection
+// rides out a dropped one; a retried booking that had been made only
+// costs a slot. An answer of the server's (an error of a script) is not
+// retried.
+func (b *Budget) do(ctx context.Context, f func(c redis.ConnWithContext) (any, error)) (v any, err error) {
+	for range 2 {
+		var c redis.Conn
+		if c, err = b.pool.GetContext(ctx); err != nil {
+			if ctx.Err() != nil {
+				return nil, err
+			}
+			continue
+		}
+		v, err = f(c.(redis.ConnWithContext))
+		c.Close()
+		var answered redis.Error
+		if err == nil || errors.As(err, &answered) || ctx.Err() != nil {
+			return v, err
+		}
+	}
+	return nil, err
+}
+
 // Close closes the connections.
-func (b *Budget) Close() error { return b.rdb.Close() }
+func (b *Budget) Close() error { return b.pool.Close() }
 
 // URL is the budget's URL, without its password.
 func (b *Budget) URL() string { return b.url }
@@ -172,8 +216,8 @@ var bookSrc string
 var tellSrc string
 
 var (
-	bookScript = redis.NewScript(nowSrc + bookSrc)
-	tellScript = redis.NewScript(nowSrc + tellSrc)
+	bookScript = redis.NewScript(3, nowSrc+bookSrc)
+	tellScript = redis.NewScript(1, nowSrc+tellSrc)
 )
 
 // nowArg is the script's now: 0 for the server's clock.
@@ -189,8 +233,11 @@ func us(d time.Duration) int64 { return d.Microseconds() }
 // Book books a slot for a send of cost parts from from (see pace.Book).
 func (b *Budget) Book(ctx context.Context, from string, cost int, t pace.Terms) (pace.Booking, error) {
 	cost = max(cost, 1)
-	v, err := bookScript.Run(ctx, b.rdb, b.keys(from), b.nowArg(), cost, us(t.Interval), t.Allowed, t.Over,
-		us(t.Hold), us(t.Guard), ttl.Milliseconds()).Slice()
+	k := b.keys(from)
+	v, err := redis.Values(b.do(ctx, func(c redis.ConnWithContext) (any, error) {
+		return bookScript.DoContext(ctx, c, k[0], k[1], k[2], b.nowArg(), cost, us(t.Interval), t.Allowed, t.Over,
+			us(t.Hold), us(t.Guard), ttl.Milliseconds())
+	}))
 	if err != nil {
 		return pace.Booking{}, &Error{URL: b.url, Err: fmt.Errorf("book a send of %s: %w", from, err)}
 	}
@@ -223,8 +270,8 @@ func booking(v []any) (pace.Booking, error) {
 	if bk.Version, err = num(v[4]); err != nil {
 		return bk, err
 	}
-	if s, _ := v[3].(string); s != "" {
-		if bk.Limit, err = strconv.ParseFloat(s, 64); err != nil {
+	if s, _ := v[3].([]byte); len(s) > 0 {
+		if bk.Limit, err = strconv.ParseFloat(string(s), 64); err != nil {
 			return bk, fmt.Errorf("shared limit %q: %w", s, err)
 		}
 	}
@@ -237,8 +284,8 @@ func num(v any) (int64, error) {
 	switch x := v.(type) {
 	case int64:
 		return x, nil
-	case string:
-		return strconv.ParseInt(x, 10, 64)
+	case []byte:
+		return strconv.ParseInt(string(x), 10, 64)
 	}
 	return 0, fmt.Errorf("the script answered %T, want an integer", v)
 }
@@ -250,7 +297,9 @@ func (b *Budget) Tell(ctx context.Context, from string, n pace.News) (int64, err
 	if n.Limit > 0 {
 		limit = strconv.FormatFloat(n.Limit, 'g', -1, 64)
 	}
-	s, err := tellScript.Run(ctx, b.rdb, b.keys(from)[:1], b.nowArg(), limit, us(n.Rest), ttl.Milliseconds()).Text()
+	s, err := redis.String(b.do(ctx, func(c redis.ConnWithContext) (any, error) {
+		return tellScript.DoContext(ctx, c, b.keys(from)[0], b.nowArg(), limit, us(n.Rest), ttl.Milliseconds())
+	}))
 	if err != nil {
 		return 0, &Error{URL: b.url, Err: fmt.Errorf("share what was learned of %s: %w", from, err)}
 	}
