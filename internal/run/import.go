@@ -71,6 +71,8 @@ func (c *Campaign) importCSV(ctx context.Context) (store.Settings, error) {
 	if err != nil {
 		return store.Settings{}, err
 	}
+	mem := limitImportMemory()
+	defer mem.restore()
 	var row int64
 	next := func() (store.Row, error) {
 		rec, err := rd.Next()
@@ -81,6 +83,7 @@ func (c *Campaign) importCSV(ctx context.Context) (store.Settings, error) {
 			return store.Row{}, &CSVError{Path: o.CSV, Err: err}
 		}
 		row++
+		mem.rows(row)
 		r := c.row(row, rec)
 		if rec.SendAt != "" || z.need {
 			if err := z.place(&r, rec.SendAt); err != nil {
