@@ -302,9 +302,9 @@ func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
 	opts := &slog.HandlerOptions{Level: lvl}
 	switch format {
 	case "text":
-		return slog.New(redact.NewHandler(slog.NewTextHandler(w, opts))), nil
+		return slog.New(flagWords{redact.NewHandler(slog.NewTextHandler(w, opts))}), nil
 	case "json":
-		return slog.New(redact.NewHandler(slog.NewJSONHandler(w, opts))), nil
+		return slog.New(flagWords{redact.NewHandler(slog.NewJSONHandler(w, opts))}), nil
 	}
 	return nil, usagef("", "invalid --log-format %q: want text or json", format)
 }
@@ -362,24 +362,59 @@ func signalContext(parent context.Context, ios *IO, log *slog.Logger, words inte
 	}
 }
 
-// settingRef is a setting an adapter's hint names, {from}: adapters say
-// what is wrong, and only the command line knows which flag sets it.
+// settingRef is a setting a package below the command line names in a
+// hint, a template problem or a log message, {from}: they say what is
+// wrong, and only the command line knows which flag sets it.
 var settingRef = regexp.MustCompile(`\{([a-z][a-z-]*)\}`)
 
-// flagNames is an adapter's hint with the settings it names as the flags
-// that set them ({from} is --from); braces around anything else stay.
-func flagNames(hint string) string {
-	return settingRef.ReplaceAllStringFunc(hint, func(m string) string {
-		if name := m[1 : len(m)-1]; flagOfRun[name] {
-			return "--" + name
+// flagNames is text with the settings it names as the flags that set them
+// ({from} is --from); braces around anything else stay, and so do a
+// template's placeholders ({{text}} is the body's, not --text).
+func flagNames(text string) string {
+	if !strings.Contains(text, "{") {
+		return text
+	}
+	var b strings.Builder
+	last := 0
+	for _, m := range settingRef.FindAllStringSubmatchIndex(text, -1) {
+		start, end, name := m[0], m[1], text[m[2]:m[3]]
+		doubled := start > 0 && text[start-1] == '{' || end < len(text) && text[end] == '}'
+		if doubled || !flagOfAny[name] {
+			continue
 		}
-		return m
-	})
+		b.WriteString(text[last:start])
+		b.WriteString("--" + name)
+		last = end
+	}
+	b.WriteString(text[last:])
+	return b.String()
 }
 
-// flagOfRun are the flags of bulksend run.
-var flagOfRun = func() map[string]bool {
-	names := map[string]bool{}
-	newRunCmd(nil, nil).Flags().VisitAll(func(f *pflag.Flag) { names[f.Name] = true })
-	return names
-}()
+// flagOfAny are the flags of every command: a setting below the command
+// line is set by one of them (--from by run's, --apply by receive's).
+// Filled by init: the commands' code refers to flagNames.
+var flagOfAny = map[string]bool{}
+
+func init() {
+	var visit func(c *cobra.Command)
+	visit = func(c *cobra.Command) {
+		c.Flags().VisitAll(func(f *pflag.Flag) { flagOfAny[f.Name] = true })
+		c.PersistentFlags().VisitAll(func(f *pflag.Flag) { flagOfAny[f.Name] = true })
+		for _, sub := range c.Commands() {
+			visit(sub)
+		}
+	}
+	visit(newRoot(&IO{}))
+}
+
+// flagWords is a log handler that names flags in messages (flagNames):
+// packages below the command line log {rate}, the operator reads --rate.
+type flagWords struct{ next slog.Handler }
+
+func (h flagWords) Enabled(ctx context.Context, l slog.Level) bool { return h.next.Enabled(ctx, l) }
+func (h flagWords) WithAttrs(as []slog.Attr) slog.Handler          { return flagWords{h.next.WithAttrs(as)} }
+func (h flagWords) WithGroup(name string) slog.Handler             { return flagWords{h.next.WithGroup(name)} }
+func (h flagWords) Handle(ctx context.Context, r slog.Record) error {
+	r.Message = flagNames(r.Message)
+	return h.next.Handle(ctx, r)
+}

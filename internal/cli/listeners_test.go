@@ -47,7 +47,7 @@ func TestSandboxListener(t *testing.T) {
 		cfg := wachannel.DemoSandbox()
 		cfg.Token = "sandbox-token"
 		wa, sms := sandbox.New(cfg), smssandbox.New(smschannel.DemoSandbox(80))
-		srv, err := listen.Loopback(bothSandboxes(wa, sms), lim, quiet)
+		srv, err := listen.Loopback(smssandbox.Beside(sms, wa), lim, quiet)
 		if err != nil {
 			t.Fatal(err)
 		}

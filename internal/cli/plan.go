@@ -28,7 +28,7 @@ func printPlan(ctx context.Context, ios *IO, p *run.Plan, card *pricing.Card) er
 	if m, err := wachannel.MappingOf(s); err != nil {
 		return err
 	} else if m != nil {
-		fmt.Fprintf(w, "mapping: %s\n", esc(m.Summary()))
+		fmt.Fprintf(w, "mapping: %s\n", esc(m.Summary("--param")))
 	} else {
 		fmt.Fprintf(w, "mapping: %d body parameter column(s) [%s]\n", len(s.Params), termtext.Join(s.Params, " "))
 	}

@@ -347,8 +347,10 @@ func (ch *channelEntry) words(o *runOptions, err error) error {
 	case err == nil:
 		return nil
 	case errors.As(err, &changed):
+		each := " --" + changed.Setting + " " // a list, as it was given
 		return usagef("drop --"+changed.Setting+" to resume with the stored value, or start a new campaign with another --db",
-			"--%s %q differs from this campaign's %q: it cannot change once sending started", changed.Setting, changed.Now, changed.Was)
+			"--%s %q differs from this campaign's %q: it cannot change once sending started", changed.Setting,
+			strings.ReplaceAll(changed.Now, run.ListSep, each), strings.ReplaceAll(changed.Was, run.ListSep, each))
 	case errors.Is(err, run.ErrCSVChanged):
 		return &usageError{err: err, hint: "a checkpoint belongs to one list: restore the original CSV, or start a new campaign with another --db"}
 	case errors.Is(err, run.ErrNoSender):

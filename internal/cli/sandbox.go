@@ -8,10 +8,8 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"runtime"
-	"strconv"
 	"strings"
 	"time"
 
@@ -124,15 +122,15 @@ GET /_sandbox/sms/stats shows its counters.`,
 	f.Float64Var(&c.ReadRate, "read-rate", c.ReadRate, "fraction of delivered messages also read")
 	f.Float64Var(&c.DuplicateRate, "duplicate-rate", c.DuplicateRate, "fraction of messages one of whose webhooks is delivered twice (the same body, up to a second later)")
 	f.Float64Var(&c.ReorderRate, "reorder-rate", c.ReorderRate, "fraction of messages one of whose webhooks arrives late, after a later status (its timestamp still its own)")
-	f.Var(delayFlag{&c.SentDelay}, "sent-delay", "when the sent webhook comes after acceptance: MIN-MAX (uniform) or one duration")
-	f.Var(delayFlag{&c.DeliveredDelay}, "delivered-delay", "when delivered (or failed) comes after sent: MIN-MAX or one duration")
-	f.Var(delayFlag{&c.ReadDelay}, "read-delay", "when read comes after delivered: MIN-MAX or one duration")
+	f.Var(&c.SentDelay, "sent-delay", "when the sent webhook comes after acceptance: MIN-MAX (uniform) or one duration")
+	f.Var(&c.DeliveredDelay, "delivered-delay", "when delivered (or failed) comes after sent: MIN-MAX or one duration")
+	f.Var(&c.ReadDelay, "read-delay", "when read comes after delivered: MIN-MAX or one duration")
 	f.Float64Var(&c.ReplyRate, "reply-rate", c.ReplyRate, "fraction of delivered messages whose recipient replies with a text (a messages webhook)")
 	f.Float64Var(&c.StopRate, "stop-rate", c.StopRate, "fraction of the replies that are a stop keyword (STOP, Unsubscribe, PARAR…)")
 	f.Float64Var(&c.ButtonRate, "button-rate", c.ButtonRate, "fraction of delivered messages whose recipient taps one of the template's quick-reply buttons (not the opt-out)")
 	f.Float64Var(&c.StopPromotionsRate, "stop-promotions-rate", c.StopPromotionsRate, "fraction of delivered marketing messages with a \"Stop promotions\" button whose recipient taps it")
 	f.Float64Var(&c.PreferenceStopRate, "preference-stop-rate", c.PreferenceStopRate, "fraction of delivered messages whose recipient stops marketing messages (a user_preferences webhook; later marketing sends to them fail 131050)")
-	f.Var(delayFlag{&c.ReplyDelay}, "reply-delay", "when a reply, tap or stop of marketing comes after the message's last status: MIN-MAX or one duration")
+	f.Var(&c.ReplyDelay, "reply-delay", "when a reply, tap or stop of marketing comes after the message's last status: MIN-MAX or one duration")
 	f.IntVar(&c.WebhookTries, "webhook-tries", c.WebhookTries, "POSTs of one webhook to --webhook-url before it is given up: at once, then again at once, then after --webhook-backoff, doubling")
 	f.DurationVar(&c.WebhookBackoff, "webhook-backoff", c.WebhookBackoff, "wait before the second retry of a failed webhook POST; it doubles after each")
 	f.StringArrayVar(&o.numberInfo, "number", nil, "what a number reports or answers, ID:KEY=VALUE with KEY health (AVAILABLE, LIMITED, BLOCKED), quality, throughput (STANDARD, HIGH), limit (TIER_250…TIER_UNLIMITED) or send-error (a Meta code every send from it answers, e.g. 131048) (repeatable)")
@@ -176,52 +174,19 @@ func runSandbox(ios *IO, o *sandboxOptions, log *slog.Logger) (err error) {
 		}
 		cfg.Definitions = defs
 	}
-	for _, t := range o.templates {
-		tpl, err := sandbox.ParseTemplate(t)
-		if err != nil {
-			return usagef("e.g. --template spring_sale:2:en_US,pt_BR", "invalid --template %q: %w", t, err)
-		}
-		cfg.Templates = append(cfg.Templates, tpl)
-	}
 	cfg.MMSyncing = o.mmSyncing
-	for _, spec := range o.numberInfo {
-		if cfg.Numbers == nil {
-			cfg.Numbers = map[string]sandbox.NumberInfo{}
-		}
-		err := sandbox.SetNumber(cfg.Numbers, spec)
-		switch {
-		case errors.Is(err, sandbox.ErrNumberKey):
-			return usagef("keys: "+sandbox.NumberKeys, "invalid --number %q: %w", spec, err)
-		case err != nil:
-			return usagef("e.g. --number 106540352242922:health=BLOCKED", "invalid --number %q: %w", spec, err)
-		}
+	if err := cfg.Apply(sandbox.Specs{Templates: o.templates, Numbers: o.numberInfo, NumberRates: o.numberRates}); err != nil {
+		return sandboxWords(err)
 	}
-	for _, r := range o.numberRates {
-		id, v, ok := strings.Cut(r, "=")
-		n, err := strconv.ParseFloat(v, 64)
-		if !ok || err != nil {
-			return usagef("e.g. --number-rate 106540352242922=1000", "invalid --number-rate %q", r)
-		}
-		if cfg.Rates == nil {
-			cfg.Rates = map[string]float64{}
-		}
-		cfg.Rates[id] = n
+	if err := cfg.Validate(); err != nil {
+		return sandboxWords(err)
 	}
+	// 0 would be the sandbox's default: given on the command line, it is a mistake.
 	if cfg.WebhookTries < 1 {
 		return usagef("1 posts each webhook once, without retries", "invalid --webhook-tries %d: want at least 1", cfg.WebhookTries)
 	}
 	if cfg.WebhookBackoff <= 0 {
 		return usagef("e.g. --webhook-backoff 1s", "invalid --webhook-backoff %v: want a positive duration", cfg.WebhookBackoff)
-	}
-	for _, p := range []struct {
-		flag string
-		v    float64
-	}{{"transient-rate", cfg.TransientRate}, {"permanent-rate", cfg.PermanentRate}, {"late-rate", cfg.LateRate}, {"fail-rate", cfg.FailRate}, {"read-rate", cfg.ReadRate}, {"duplicate-rate", cfg.DuplicateRate}, {"reorder-rate", cfg.ReorderRate},
-		{"reply-rate", cfg.ReplyRate}, {"stop-rate", cfg.StopRate}, {"button-rate", cfg.ButtonRate},
-		{"stop-promotions-rate", cfg.StopPromotionsRate}, {"preference-stop-rate", cfg.PreferenceStopRate}} {
-		if p.v < 0 || p.v > 1 {
-			return usagef("", "invalid --%s %v: want a fraction from 0 to 1", p.flag, p.v)
-		}
 	}
 	var closers []func() error
 	defer func() {
@@ -301,7 +266,7 @@ func runSandbox(ios *IO, o *sandboxOptions, log *slog.Logger) (err error) {
 	}
 	srv := sandbox.New(cfg)
 	smsSrv := smssandbox.New(sc)
-	hs := listen.New(l, bothSandboxes(srv, smsSrv), listen.Sandbox(srv.LongestHold(), smsSrv.LongestHold()), log.With("listener", "sandbox"))
+	hs := listen.New(l, smssandbox.Beside(smsSrv, srv), listen.Sandbox(srv.LongestHold(), smsSrv.LongestHold()), log.With("listener", "sandbox"))
 	fmt.Fprintf(ios.Err, "bulksend: sandbox listening; point a run at it with:\n  BULKSEND_API_URL=http://%s\n", l.Addr().String())
 	fmt.Fprintf(ios.Err, "bulksend: its business account (for --waba) is %s; templates: %s\n", sandbox.DefaultWABAID, termtext.Join(sandbox.Names(cfg.Definitions), ", "))
 	fmt.Fprintf(ios.Err, "bulksend: it answers AWS End User Messaging SMS too; point an SMS run at it with:\n  AWS_ENDPOINT_URL=http://%s AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=sandbox AWS_SECRET_ACCESS_KEY=sandbox\n", l.Addr().String())
@@ -339,41 +304,25 @@ func runSandbox(ios *IO, o *sandboxOptions, log *slog.Logger) (err error) {
 	return enc.Encode(st)
 }
 
-// bothSandboxes serves the SMS sandbox to requests of the AWS protocol
-// (an X-Amz-Target header; its counters at /_sandbox/sms/stats) and the
-// WhatsApp one to the rest.
-func bothSandboxes(wa, sms http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch {
-		case r.Header.Get("X-Amz-Target") != "":
-			sms.ServeHTTP(w, r)
-		case r.URL.Path == "/_sandbox/sms/stats":
-			r2 := r.Clone(r.Context())
-			r2.URL.Path = "/_sandbox/stats"
-			sms.ServeHTTP(w, r2)
-		default:
-			wa.ServeHTTP(w, r)
-		}
-	})
+// sandboxExamples are the sandbox's settings written as flags.
+var sandboxExamples = map[string]string{
+	"template":    "e.g. --template spring_sale:2:en_US,pt_BR",
+	"number":      "e.g. --number 106540352242922:health=BLOCKED",
+	"number-rate": "e.g. --number-rate 106540352242922=1000",
 }
 
-// delayFlag is a sandbox.Delay given as MIN-MAX (a uniform draw between)
-// or as one duration; 0 means no delay.
-type delayFlag struct{ d *sandbox.Delay }
-
-func (f delayFlag) String() string {
-	if f.d == nil {
-		return ""
+// sandboxWords names the flag of a sandbox setting it cannot take.
+func sandboxWords(err error) error {
+	var se *sandbox.SettingError
+	if !errors.As(err, &se) {
+		return err
 	}
-	return f.d.String()
-}
-
-func (f delayFlag) Set(v string) error {
-	d, err := sandbox.ParseDelay(v)
-	if err == nil {
-		*f.d = d
+	hint := sandboxExamples[se.Setting]
+	if errors.Is(err, sandbox.ErrNumberKey) {
+		hint = "keys: " + sandbox.NumberKeys
 	}
-	return err
+	if se.Err == nil {
+		return usagef(hint, "invalid --%s %s", se.Setting, se.Value)
+	}
+	return usagef(hint, "invalid --%s %s: %w", se.Setting, se.Value, se.Err)
 }
-
-func (delayFlag) Type() string { return "MIN-MAX" }

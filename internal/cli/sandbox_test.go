@@ -27,7 +27,7 @@ func TestDelayFlag(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.in, func(t *testing.T) {
 			var d sandbox.Delay
-			f := delayFlag{&d}
+			f := &d
 			err := f.Set(tc.in)
 			if (err != nil) != (tc.out == "") {
 				t.Fatalf("Set(%q) = %v", tc.in, err)
@@ -43,7 +43,7 @@ func TestDelayFlag(t *testing.T) {
 		d    *sandbox.Delay
 		want string
 	}{{&c.SentDelay, "0s-1s"}, {&c.DeliveredDelay, "1s-3s"}, {&c.ReadDelay, "5s-30s"}} {
-		if got := (delayFlag{tc.d}).String(); got != tc.want {
+		if got := tc.d.String(); got != tc.want {
 			t.Errorf("default %s, want %s", got, tc.want)
 		}
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 	"time"
 
@@ -15,7 +14,6 @@ import (
 	"github.com/bulksend/bulksend/internal/redact"
 	"github.com/bulksend/bulksend/internal/report"
 	"github.com/bulksend/bulksend/internal/run"
-	"github.com/bulksend/bulksend/internal/schedule"
 )
 
 // now is the schedule's clock: a test moves it (never the engine's).
@@ -44,62 +42,26 @@ func (s *scheduleOptions) flags(f *pflag.FlagSet) {
 
 // schedule parses the flags into the run's schedule; errors name the flag.
 func (s *scheduleOptions) schedule() (run.Schedule, error) {
-	var sc run.Schedule
-	if len(s.window) > 0 {
-		w, err := schedule.ParseWindow(s.window)
-		if err != nil {
-			return sc, usagef(`e.g. --window "mon-fri 09:00-20:00" --window "sat 10:00-18:00"`, "--window: %w", err)
-		}
-		sc.Window = w.Specs()
-	}
-	if s.windowTZ != "" {
-		if _, err := schedule.ParseZones(s.windowTZ); err != nil {
-			return sc, usagef("name an IANA time zone, e.g. America/New_York or Europe/Berlin", "--window-tz %q: %w", s.windowTZ, err)
-		}
-		sc.WindowTZ = s.windowTZ
-	}
-	var err error
-	if sc.StartAt, err = parseWhen("start-at", s.startAt); err != nil {
+	sc, err := run.ParseSchedule(run.ScheduleSpec{Window: s.window, WindowTZ: s.windowTZ, StartAt: s.startAt, EndAt: s.endAt, Expire: s.expire, DailyLimit: s.dailyLimit})
+	var se *run.ScheduleError
+	if !errors.As(err, &se) {
 		return sc, err
 	}
-	if sc.EndAt, err = parseWhen("end-at", s.endAt); err != nil {
-		return sc, err
-	}
-	if !sc.StartAt.IsZero() && !sc.EndAt.IsZero() && !sc.EndAt.After(sc.StartAt) {
+	switch {
+	case errors.Is(err, run.ErrNotTime):
+		return sc, usagef("e.g. 2026-12-24T09:00:00+01:00, or 2026-12-24 09:00 in this machine's zone", "--%s %q is not a time", se.Setting, se.Value)
+	case errors.Is(err, run.ErrEndNotAfterStart):
 		return sc, usagef("", "--end-at %s is not after --start-at %s", s.endAt, s.startAt)
-	}
-	if s.expire && s.endAt == "" {
+	case errors.Is(err, run.ErrExpireWithoutEnd):
 		return sc, usagef("add --end-at TIME", "--expire needs --end-at: it expires the rows left at the campaign's end")
+	case errors.Is(err, run.ErrNotNumber):
+		return sc, usagef("a number of unique recipients (e.g. 2000), auto or none", "--daily-limit %q is not a number", s.dailyLimit)
+	case se.Setting == "window-tz":
+		return sc, usagef("name an IANA time zone, e.g. America/New_York or Europe/Berlin", "--window-tz %q: %w", s.windowTZ, se.Err)
+	case se.Setting == "window":
+		return sc, usagef(`e.g. --window "mon-fri 09:00-20:00" --window "sat 10:00-18:00"`, "--window: %w", se.Err)
 	}
-	sc.Expire = s.expire
-	switch v := strings.ToLower(strings.TrimSpace(s.dailyLimit)); v {
-	case "", "auto", "none":
-		sc.DailyLimit = v
-	default:
-		if n, err := strconv.Atoi(v); err != nil || n < 0 {
-			return sc, usagef("a number of unique recipients (e.g. 2000), auto or none", "--daily-limit %q is not a number", s.dailyLimit)
-		}
-		sc.DailyLimit = v
-	}
-	return sc, nil
-}
-
-// parseWhen reads a time flag: RFC 3339, or a date and time in this
-// machine's zone.
-func parseWhen(flag, v string) (time.Time, error) {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return time.Time{}, nil
-	}
-	if t, err := time.Parse(time.RFC3339, v); err == nil {
-		return t, nil
-	}
-	for _, layout := range []string{"2006-01-02 15:04", "2006-01-02T15:04", "2006-01-02 15:04:05", "2006-01-02T15:04:05"} {
-		if t, err := time.ParseInLocation(layout, v, time.Local); err == nil {
-			return t, nil
-		}
-	}
-	return time.Time{}, usagef("e.g. 2026-12-24T09:00:00+01:00, or 2026-12-24 09:00 in this machine's zone", "--%s %q is not a time", flag, v)
+	return sc, err
 }
 
 // openLedger opens the operator ledger. A run needs it for a daily limit;

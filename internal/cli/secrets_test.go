@@ -35,10 +35,13 @@ func TestTokenFileLineBreakInside(t *testing.T) {
 // flags, and leaves other braces alone.
 func TestFlagNames(t *testing.T) {
 	for in, want := range map[string]string{
-		"check {from} and {region}":       "check --from and --region",
-		"placeholders are {{first_name}}": "placeholders are {{first_name}}",
-		"{not-a-flag} stays":              "{not-a-flag} stays",
-		"no braces":                       "no braces",
+		"check {from} and {region}":          "check --from and --region",
+		"placeholders are {{first_name}}":    "placeholders are {{first_name}}",
+		"the body's {{text}} is not --text":  "the body's {{text}} is not --text",
+		"{text}}, {{text}":                   "{text}}, {{text}",
+		"through {budget}; {apply} names it": "through --budget; --apply names it",
+		"{not-a-flag} stays":                 "{not-a-flag} stays",
+		"no braces":                          "no braces",
 	} {
 		if got := flagNames(in); got != want {
 			t.Errorf("flagNames(%q) = %q, want %q", in, got, want)

@@ -105,7 +105,11 @@ func whatsappWords(err error) error {
 	case errors.As(err, &notMarketing):
 		return usagef("drop --api marketing to send it through Cloud API; nothing was sent", "--api marketing: %w", err)
 	case errors.As(err, &mismatch):
-		return &usageError{err: err, hint: "see README \"Templates\" for the column names; nothing was sent"}
+		named := &wachannel.MismatchError{Where: mismatch.Where, Problems: make(template.Problems, len(mismatch.Problems))}
+		for i, p := range mismatch.Problems {
+			named.Problems[i] = flagNames(p)
+		}
+		return &usageError{err: named, hint: "see README \"Templates\" for the column names; nothing was sent"}
 	case errors.As(err, &tplRead):
 		switch {
 		case errors.Is(err, whatsapp.ErrNoTemplate):

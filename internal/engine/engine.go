@@ -168,7 +168,9 @@ type Config struct {
 	Book pace.Book
 
 	Observer Observer // nil: none
-	Log      *slog.Logger
+	// Log's messages name a setting as {rate}: the front end says what
+	// sets it.
+	Log *slog.Logger
 }
 
 // FatalError stops a run: the provider refused in a way no retry fixes.
@@ -808,7 +810,7 @@ func (e *Engine) learn(slot pace.Send, err error, now time.Time) {
 	if _, told := e.learned.LoadOrStore(c.From, true); told {
 		return
 	}
-	e.log.Warn(fmt.Sprintf("number %s accepts about %.0f/s, not %.0f/s: pass --rate %.0f", c.From, c.Limit, c.Ceiling, c.Limit),
+	e.log.Warn(fmt.Sprintf("number %s accepts about %.0f/s, not %.0f/s: pass {rate} %.0f", c.From, c.Limit, c.Ceiling, c.Limit),
 		"sender", c.From, "learned_per_second", math.Round(c.Limit), "rate", c.Ceiling)
 }
 

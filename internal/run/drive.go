@@ -278,7 +278,7 @@ func (c *Campaign) drive(ctx, runCtx context.Context, sender *Sender, h Hooks) (
 		return nil, err
 	}
 	if err := c.noteCampaign(runCtx, started); err != nil {
-		c.opts.Log.Warn("the operator ledger cannot be written: bulksend receive will not find this campaign by itself (--apply names it)", "err", err)
+		c.opts.Log.Warn("the operator ledger cannot be written: bulksend receive will not find this campaign by itself ({apply} names it)", "err", err)
 	}
 	c.opts.Log.Info("sending", "rows", counts.Pending, "senders", len(cfg.Senders), "rate_per_sender", cfg.Rate, "api", sender.Name)
 	var stopped func()

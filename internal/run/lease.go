@@ -159,7 +159,7 @@ func (ls *leases) tell(sender string, n int, live []ledger.Lease, first bool) {
 			who = append(who, fmt.Sprintf("pid %d (%s)", x.PID, x.Checkpoint))
 		}
 	}
-	msg := fmt.Sprintf("number %s: %d runs on this machine send from it (this one and %s): each sends at %.4g/s of %g/s; runs on several hosts share a number through --budget",
+	msg := fmt.Sprintf("number %s: %d runs on this machine send from it (this one and %s): each sends at %.4g/s of %g/s; runs on several hosts share a number through {budget}",
 		sender, n, strings.Join(who, ", "), ls.rate/float64(n), ls.rate)
 	if first {
 		msg += fmt.Sprintf("; this run starts in %v, once the others slowed down", leaseSettle)

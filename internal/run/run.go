@@ -112,16 +112,27 @@ var ErrCSVChanged = errors.New("the CSV changed since this checkpoint was made")
 var ErrNoSender = errors.New("no sender: the CSV has no from column and no sender was given")
 
 // ChangedError refuses a resume given a pinned setting with another value
-// than the campaign's: it cannot change once sending started.
+// than the campaign's: it cannot change once sending started. A setting
+// given once per value has them joined by ListSep (List).
 type ChangedError struct{ Setting, Was, Now string }
 
 func (e *ChangedError) Error() string {
-	return fmt.Sprintf("setting %s %q differs from this campaign's %q: it cannot change once sending started", e.Setting, e.Now, e.Was)
+	was, now := strings.ReplaceAll(e.Was, ListSep, ", "), strings.ReplaceAll(e.Now, ListSep, ", ")
+	return fmt.Sprintf("setting %s %q differs from this campaign's %q: it cannot change once sending started", e.Setting, now, was)
 }
 
 // Pinned is a setting the first run fixes: its stored value (Was) and
 // this run's (Now), compared when the setting is given.
 type Pinned struct{ Setting, Was, Now string }
+
+// ListSep joins the values of a setting given once per value (List): a
+// character no value holds, so that the front end can say each as it was
+// given.
+const ListSep = "\x1f"
+
+// List is the values of a setting given once per value, as Pinned holds
+// them.
+func List(values []string) string { return strings.Join(values, ListSep) }
 
 // Stored returns the settings of the campaign in the checkpoint at db,
 // nil when there is none (no file, or one a failed first run left without

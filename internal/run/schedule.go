@@ -59,10 +59,16 @@ var ErrNoDailyLimit = errors.New("the portfolio's messaging limit is unknown: no
 // ScheduleError is a schedule setting that cannot be used.
 type ScheduleError struct {
 	Setting string // the setting's name, as Options.Given names it
+	Value   string // its text, when that is what cannot be read
 	Err     error
 }
 
-func (e *ScheduleError) Error() string { return e.Setting + ": " + e.Err.Error() }
+func (e *ScheduleError) Error() string {
+	if e.Value != "" {
+		return fmt.Sprintf("%s %q: %v", e.Setting, e.Value, e.Err)
+	}
+	return e.Setting + ": " + e.Err.Error()
+}
 func (e *ScheduleError) Unwrap() error { return e.Err }
 
 // pinSchedule writes the first run's schedule into s.

@@ -466,3 +466,21 @@ func arnResource(s string) (typ, id string, ok bool) {
 	typ, id, ok = strings.Cut(s[i+1:], "/")
 	return typ, id, ok && id != ""
 }
+
+// Beside serves sms to the requests of the AWS protocol (an X-Amz-Target
+// header; its counters at /_sandbox/sms/stats) and other to the rest: the
+// two sandboxes on one address.
+func Beside(sms, other http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.Header.Get("X-Amz-Target") != "":
+			sms.ServeHTTP(w, r)
+		case r.URL.Path == "/_sandbox/sms/stats":
+			r2 := r.Clone(r.Context())
+			r2.URL.Path = "/_sandbox/stats"
+			sms.ServeHTTP(w, r2)
+		default:
+			other.ServeHTTP(w, r)
+		}
+	})
+}

@@ -175,7 +175,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	}
 	if !slices.Contains(h.cfg.Topics, m.TopicArn) {
 		h.unknownTopic.Add(1)
-		h.refused("unknown topic", "a message of a topic not named with --sns-topic-arn: not kept, not confirmed", "topic", m.TopicArn, "type", m.Type)
+		h.refused("unknown topic", "a message of a topic not named with {sns-topic-arn}: not kept, not confirmed", "topic", m.TopicArn, "type", m.Type)
 		http.Error(w, "topic not subscribed here", http.StatusForbidden)
 		return
 	}

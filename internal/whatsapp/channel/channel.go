@@ -135,7 +135,7 @@ func (c *Channel) Bind(ctx context.Context, columns []string) (run.Binding, erro
 	} else if o.Sandbox {
 		o.Log.Info("the sandbox has no definition of this template: it takes the CSV's body parameters as they are", "template", o.Template, "sandbox_templates", strings.Join(sandboxKnows(), ","))
 	} else {
-		o.Log.Warn("the template could not be checked against its approved definition (no --waba): only the columns' own consistency was", "template", o.Template)
+		o.Log.Warn("the template could not be checked against its approved definition (no {waba}): only the columns' own consistency was", "template", o.Template)
 	}
 	return &binding{m: m, settings: store.Settings{
 		Template: o.Template, Lang: o.Lang,
@@ -151,8 +151,8 @@ func (c *Channel) Pinned(s store.Settings) []run.Pinned {
 	return []run.Pinned{
 		{Setting: "template", Was: s.Template, Now: o.Template},
 		{Setting: "lang", Was: s.Lang, Now: o.Lang},
-		{Setting: "param", Was: strings.Join(s.ParamFlags, " --param "), Now: strings.Join(o.ParamFlags, " --param ")},
-		{Setting: "ignore-column", Was: strings.Join(s.IgnoreColumns, " --ignore-column "), Now: strings.Join(o.IgnoreColumns, " --ignore-column ")},
+		{Setting: "param", Was: run.List(s.ParamFlags), Now: run.List(o.ParamFlags)},
+		{Setting: "ignore-column", Was: run.List(s.IgnoreColumns), Now: run.List(o.IgnoreColumns)},
 		{Setting: "waba", Was: s.WABA, Now: o.WABA},
 		{Setting: "api", Was: or(s.API, whatsapp.APIMessages), Now: o.API},
 		{Setting: "mm-policy", Was: or(s.MMPolicy, "fallback"), Now: o.MMPolicy},

@@ -149,9 +149,9 @@ func (ch *Channel) preflight(ctx context.Context, cl *whatsapp.Client, st *store
 		if rate, ok := whatsapp.ThroughputRate(n.Throughput); ok {
 			switch {
 			case s.Rate > rate:
-				log.Warn("--rate is above the number's throughput level: expect throttling", "number", id, "level", n.Throughput, "allows_per_second", rate, "rate", s.Rate)
+				log.Warn("{rate} is above the number's throughput level: expect throttling", "number", id, "level", n.Throughput, "allows_per_second", rate, "rate", s.Rate)
 			case s.Rate > 0 && s.Rate < rate:
-				log.Info("the number's throughput level allows a higher --rate (bulksend never raises it by itself)", "number", id, "level", n.Throughput, "allows_per_second", rate, "rate", s.Rate)
+				log.Info("the number's throughput level allows a higher {rate} (bulksend never raises it by itself)", "number", id, "level", n.Throughput, "allows_per_second", rate, "rate", s.Rate)
 			}
 		}
 		if users, unl, ok := whatsapp.MessagingLimit(n.MessagingLimit); ok {
@@ -177,7 +177,7 @@ func (ch *Channel) preflight(ctx context.Context, cl *whatsapp.Client, st *store
 		case us > 0 && s.Category != "":
 			log.Warn("WhatsApp delivers no marketing templates to US numbers (since April 2025): these rows will fail", "us_phones", us)
 		case us > 0:
-			log.Warn("if this template is a marketing one, its US recipients will not get it: WhatsApp delivers no marketing templates to US numbers (pass --waba so bulksend knows the category)", "us_phones", us)
+			log.Warn("if this template is a marketing one, its US recipients will not get it: WhatsApp delivers no marketing templates to US numbers (pass {waba} so bulksend knows the category)", "us_phones", us)
 		}
 	}
 	return rec, nil

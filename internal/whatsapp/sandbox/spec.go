@@ -101,3 +101,15 @@ func Names(defs []template.Definition) []string {
 	}
 	return names
 }
+
+// Set is ParseDelay into d: a Delay is a flag's value.
+func (d *Delay) Set(v string) error {
+	p, err := ParseDelay(v)
+	if err == nil {
+		*d = p
+	}
+	return err
+}
+
+// Type is how a Delay is written, for a flag's help.
+func (*Delay) Type() string { return "MIN-MAX" }

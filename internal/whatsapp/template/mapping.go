@@ -78,7 +78,7 @@ func fills(need, kind string) bool { return need == kind || need == "flow" && fl
 
 var paramNameRE = regexp.MustCompile(`^[a-z0-9_]+$`)
 
-// ParseKey reads a column or --param name. Body parameters keep their
+// ParseKey reads a column or a constant's name. Body parameters keep their
 // name; in a named template that name is the placeholder's.
 func ParseKey(name string) (Slot, error) {
 	key := strings.ToLower(strings.TrimSpace(name))
@@ -171,7 +171,7 @@ type Binding struct {
 
 func (b Binding) source() string {
 	if b.Cell < 0 {
-		return "--param " + b.Key()
+		return "{param} " + b.Key()
 	}
 	return "column " + strconv.Quote(b.Column)
 }
@@ -198,7 +198,9 @@ type Input struct {
 }
 
 // Problems is a list of reasons a mapping cannot be used; each names the
-// column, the --param or the placeholder at fault.
+// column, the constant or the placeholder at fault. The settings that are
+// not columns are named as {param} (a constant), {ignore-column} and
+// {waba}: the front end names what sets them.
 type Problems []string
 
 func (p Problems) Error() string {
@@ -229,7 +231,7 @@ func New(in Input, def *Definition) (*Mapping, error) {
 	for _, name := range in.Ignore {
 		key := strings.ToLower(strings.TrimSpace(name))
 		if !slices.ContainsFunc(in.Columns, func(c string) bool { return strings.EqualFold(strings.TrimSpace(c), key) }) {
-			probs = append(probs, fmt.Sprintf("--ignore-column %q: the CSV has no such column", name))
+			probs = append(probs, fmt.Sprintf("{ignore-column} %q: the CSV has no such column", name))
 			continue
 		}
 		ignored[key] = true
@@ -266,11 +268,11 @@ func New(in Input, def *Definition) (*Mapping, error) {
 	for _, k := range in.Consts {
 		s, err := ParseKey(k.Key)
 		if err != nil {
-			probs = append(probs, "--param "+err.Error())
+			probs = append(probs, "{param} "+err.Error())
 			continue
 		}
 		if s.Part == Body && !m.Named {
-			probs = append(probs, fmt.Sprintf("--param %s: a positional template's body parameters take their place from their column's order; add a column", k.Key))
+			probs = append(probs, fmt.Sprintf("{param} %s: a positional template's body parameters take their place from their column's order; add a column", k.Key))
 			continue
 		}
 		add(Binding{Slot: s, Cell: -1, Value: k.Value})
@@ -280,13 +282,13 @@ func New(in Input, def *Definition) (*Mapping, error) {
 		probs = append(probs, m.against(*def)...)
 	}
 	if _, ok := m.find(Header, "text", 0); ok && m.Named && m.HeaderName == "" && def == nil {
-		probs = append(probs, "header.text: a named template's header parameter goes by its name, which bulksend reads from the template's definition: pass --waba")
+		probs = append(probs, "header.text: a named template's header parameter goes by its name, which bulksend reads from the template's definition: pass {waba}")
 	}
 	m.BodyMax = m.bodyMax()
 	for _, b := range m.Bindings {
 		if b.Cell < 0 {
 			if why := m.check(b, b.Value); why != "" {
-				probs = append(probs, fmt.Sprintf("--param %s: %s", b.Key(), why))
+				probs = append(probs, fmt.Sprintf("{param} %s: %s", b.Key(), why))
 			}
 		}
 	}
@@ -411,7 +413,7 @@ func (m *Mapping) against(def Definition) Problems {
 		}
 		probs = append(probs, fmt.Sprintf("%s: the template has %s", b.source(), what))
 	case hdr == "":
-		probs = append(probs, fmt.Sprintf("the template's header is %s: it needs a %s column, or --param %s=…", format, "header."+wantHdr, "header."+wantHdr))
+		probs = append(probs, fmt.Sprintf("the template's header is %s: it needs a %s column, or {param} %s=…", format, "header."+wantHdr, "header."+wantHdr))
 	default:
 		b, _ := m.find(Header, hdr, 0)
 		probs = append(probs, fmt.Sprintf("%s: the template's header is %s, not %s: use %s", b.source(), format, strings.ToUpper(hdr), "header."+wantHdr))
@@ -451,7 +453,7 @@ func (m *Mapping) against(def Definition) Problems {
 		switch need := def.ButtonNeeds(i); need {
 		case "url", "coupon":
 			if _, ok := m.find(Btn, need, i); !ok {
-				probs = append(probs, fmt.Sprintf("button %d is %s: it needs a button.%d.%s column, or --param button.%d.%s=…", i, buttonKind(buttons[i], need), i, need, i, need))
+				probs = append(probs, fmt.Sprintf("button %d is %s: it needs a button.%d.%s column, or {param} button.%d.%s=…", i, buttonKind(buttons[i], need), i, need, i, need))
 			}
 		case "", "payload", "code", "flow":
 			// Nothing to fill, or optional: a Flow button without a
@@ -478,7 +480,7 @@ func (m *Mapping) body(def Definition) Problems {
 			for _, b := range got {
 				cols = append(cols, strconv.Quote(b.Column))
 			}
-			probs = append(probs, fmt.Sprintf("the CSV has %d body columns (%s), the template's body %s: leave out the columns it does not use with --ignore-column", len(got), strings.Join(cols, ", "), countParams(len(want))))
+			probs = append(probs, fmt.Sprintf("the CSV has %d body columns (%s), the template's body %s: leave out the columns it does not use with {ignore-column}", len(got), strings.Join(cols, ", "), countParams(len(want))))
 		}
 		for i := len(got); i < len(want); i++ {
 			probs = append(probs, fmt.Sprintf("the template's body {{%s}} has no column: body parameters are the columns other than phone, from, id and the header., button. and auth. ones, in order", want[i]))
@@ -487,12 +489,12 @@ func (m *Mapping) body(def Definition) Problems {
 	}
 	for _, b := range got {
 		if !slices.Contains(want, b.Name) {
-			probs = append(probs, fmt.Sprintf("%s: the template's body has no {{%s}} (it has %s); leave the column out with --ignore-column %q", b.source(), b.Name, braces(want), b.Column))
+			probs = append(probs, fmt.Sprintf("%s: the template's body has no {{%s}} (it has %s); leave the column out with {ignore-column} %q", b.source(), b.Name, braces(want), b.Column))
 		}
 	}
 	for _, w := range want {
 		if !slices.ContainsFunc(got, func(b Binding) bool { return b.Name == w }) {
-			probs = append(probs, fmt.Sprintf("the template's body {{%s}} has no column: add a %s column, or --param %s=…", w, w, w))
+			probs = append(probs, fmt.Sprintf("the template's body {{%s}} has no column: add a %s column, or {param} %s=…", w, w, w))
 		}
 	}
 	return probs

@@ -136,11 +136,11 @@ func TestNewAgainstDefinition(t *testing.T) {
 		{name: "placeholder without column", template: "spring_sale", columns: "name,header.image,button.0.url",
 			want: []string{"body {{2}} has no column"}},
 		{name: "column the template lacks", template: "hello", columns: "name,notes",
-			want: []string{`the CSV has 2 body columns ("name", "notes"), the template's body one parameter: leave out the columns it does not use with --ignore-column`}},
+			want: []string{`the CSV has 2 body columns ("name", "notes"), the template's body one parameter: leave out the columns it does not use with {ignore-column}`}},
 		{name: "named column the template lacks", template: "order_update", columns: "first_name,order_id,ship_date,first_nmae,button.0.url",
 			want: []string{`column "first_nmae": the template's body has no {{first_nmae}}`}},
 		{name: "named placeholder without column", template: "order_update", columns: "first_name,ship_date,button.0.url",
-			want: []string{"body {{order_id}} has no column: add a order_id column, or --param order_id=…"}},
+			want: []string{"body {{order_id}} has no column: add a order_id column, or {param} order_id=…"}},
 		{name: "media header got text", template: "spring_sale", columns: "name,discount,header.text,button.0.url",
 			want: []string{`column "header.text": the template's header is IMAGE, not TEXT: use header.image`}},
 		{name: "media header missing", template: "spring_sale", columns: "name,discount,button.0.url",
@@ -175,10 +175,10 @@ func TestNewAgainstDefinition(t *testing.T) {
 			consts: []template.Const{{Key: "button.1.flow_token", Value: "OPEN-DAY-2026"}}},
 		{name: "flow data once, not an object", template: "flow_offer",
 			consts: []template.Const{{Key: "button.0.flow_action_data", Value: `["spring"]`}},
-			want:   []string{"--param button.0.flow_action_data: is not a JSON object but a JSON array"}},
+			want:   []string{"{param} button.0.flow_action_data: is not a JSON object but a JSON array"}},
 		{name: "flow data once, empty object", template: "flow_offer",
 			consts: []template.Const{{Key: "button.0.flow_action_data", Value: `{}`}},
-			want:   []string{"--param button.0.flow_action_data: is an empty JSON object"}},
+			want:   []string{"{param} button.0.flow_action_data: is an empty JSON object"}},
 		{name: "flow value for a quick reply", template: "event_signup", columns: "name,button.0.flow_token",
 			want: []string{`column "button.0.flow_token": button 0 is a quick-reply button: use button.0.payload`}},
 		{name: "payload for a flow button", template: "event_signup", columns: "name,button.1.payload",
@@ -190,15 +190,15 @@ func TestNewAgainstDefinition(t *testing.T) {
 		{name: "flow value on a url button", template: "spring_sale", columns: "name,discount,header.image,button.0.flow_action_data",
 			want: []string{`column "button.0.flow_action_data": button 0 is a URL button (https://shop.example.com/spring?c={{1}}): use button.0.url`, "it needs a button.0.url column"}},
 		{name: "unknown ignore", template: "hello", columns: "name", ignore: []string{"nmae"},
-			want: []string{`--ignore-column "nmae": the CSV has no such column`}},
+			want: []string{`{ignore-column} "nmae": the CSV has no such column`}},
 		{name: "positional constant", template: "hello", consts: []template.Const{{Key: "name", Value: "x"}},
-			want: []string{"--param name: a positional template's body parameters take their place from their column's order", "body {{1}} has no column"}},
+			want: []string{"{param} name: a positional template's body parameters take their place from their column's order", "body {{1}} has no column"}},
 		{name: "bad constant", template: "spring_sale", columns: "name,discount,button.0.url",
 			consts: []template.Const{{Key: "header.image", Value: "http://cdn.example.com/a.jpg"}},
-			want:   []string{"--param header.image: is neither an https link nor an uploaded media ID"}},
+			want:   []string{"{param} header.image: is neither an https link nor an uploaded media ID"}},
 		{name: "column and constant", template: "spring_sale", columns: "name,discount,header.image,button.0.url",
 			consts: []template.Const{{Key: "header.image", Value: "12345"}},
-			want:   []string{`column "header.image" and --param header.image both fill header.image`}},
+			want:   []string{`column "header.image" and {param} header.image both fill header.image`}},
 		{name: "named column not a name", template: "order_update", columns: "First Name,order_id,ship_date,button.0.url",
 			want: []string{`column "First Name": a named template's parameters are lowercase letters`, "{{first_name}} has no column"}},
 	} {
@@ -282,7 +282,7 @@ func TestNewWithoutDefinition(t *testing.T) {
 		{name: "flow token twice", columns: "button.1.flow_token,Button.1.Flow_Token", want: "both fill button.1.flow_token"},
 		{name: "flow kind mistyped", columns: "button.0.flowtoken", want: "(did you mean button.0.flow_token?)"},
 		{name: "flow key named", columns: "button.0.flow", want: "button.N.flow_token or button.N.flow_action_data"},
-		{name: "named header without definition", columns: "header.text", named: true, want: "pass --waba"},
+		{name: "named header without definition", columns: "header.text", named: true, want: "pass {waba}"},
 		{name: "other dotted name", columns: "addr.line1", want: `"addr.line1": a name with a dot is one of header.…, button.N.… or auth.code`},
 		{name: "mistyped prefix", columns: "buttons.0.url", want: `"buttons.0.url": a name with a dot is one of header.…, button.N.… or auth.code (did you mean button.0.url?)`},
 		{name: "mistyped header", columns: "heder.image", want: "(did you mean header.image?)"},
@@ -475,7 +475,7 @@ func TestPositional(t *testing.T) {
 	if got, _ := json.Marshal(template.Positional(nil).Components(nil)); string(got) != "null" {
 		t.Errorf("no columns: %s, want no components", got)
 	}
-	if s := m.Summary(); s != "body {{1}} ← Name; body {{2}} ← code" {
+	if s := m.Summary("--param"); s != "body {{1}} ← Name; body {{2}} ← code" {
 		t.Errorf("Summary = %q", s)
 	}
 }
@@ -501,7 +501,7 @@ func TestSummary(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := m.Summary(); got != tc.want {
+			if got := m.Summary("--param"); got != tc.want {
 				t.Errorf("Summary = %q, want %q", got, tc.want)
 			}
 		})

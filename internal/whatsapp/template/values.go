@@ -414,8 +414,9 @@ func Positional(columns []string) *Mapping {
 }
 
 // Summary describes the mapping in a line for the plan: which slot each
-// column or constant fills.
-func (m *Mapping) Summary() string {
+// column or constant fills; constant is what the front end calls the
+// setting of constants.
+func (m *Mapping) Summary(constant string) string {
 	var parts []string
 	pos := 0
 	for _, b := range m.Bindings {
@@ -431,7 +432,7 @@ func (m *Mapping) Summary() string {
 		}
 		src := b.Column
 		if b.Cell < 0 {
-			src = "--param"
+			src = constant
 		}
 		parts = append(parts, fmt.Sprintf("%s ← %s", slot, src))
 	}
