@@ -60,14 +60,15 @@ var classes = map[string]class{
 	"internal/report":  adapter,
 	"internal/cli":     adapter,
 
-	"internal/listen":   support,
-	"internal/logfile":  support,
-	"internal/termtext": support,
-	"internal/csvout":   support,
-	"internal/redact":   support,
-	"internal/version":  support,
-	"internal/arch":     support, // these tests
-	"internal/bench":    support, // benchmarks only
+	"internal/listen":     support,
+	"internal/logfile":    support,
+	"internal/atomicfile": support, // files that appear only when complete
+	"internal/termtext":   support,
+	"internal/csvout":     support,
+	"internal/redact":     support,
+	"internal/version":    support,
+	"internal/arch":       support, // these tests
+	"internal/bench":      support, // benchmarks only
 
 	"cmd": program,
 }

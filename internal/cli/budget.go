@@ -3,19 +3,12 @@ package cli
 import (
 	"context"
 	"errors"
-	"fmt"
-	"io"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/spf13/pflag"
 
 	"github.com/bulksend/bulksend/internal/budget"
-	"github.com/bulksend/bulksend/internal/ledger"
-	"github.com/bulksend/bulksend/internal/store"
 )
 
 // budgetOptions are --budget and its password file: the sender numbers'
@@ -76,43 +69,3 @@ func (b *budgetOptions) open(ctx context.Context, ios *IO, o *runOptions, scope 
 // budgetHint is what to do when the shared budget cannot be reached.
 const budgetHint = "the shared budget's Redis server does not answer: nothing was sent unbooked, and rows not sent are pending; " +
 	"start it (or fix --budget / $BULKSEND_BUDGET), then run the same command again"
-
-// writeShares writes, for a campaign that runs, the other runs on this
-// machine that send from its numbers now (the operator ledger's leases),
-// which split each number's rate with it. Nothing when the ledger does
-// not exist or cannot be read: status only reads.
-func writeShares(ctx context.Context, w io.Writer, st *store.Store, settings store.Settings) {
-	path, err := ledger.DefaultPath()
-	if err != nil {
-		return
-	}
-	if _, err := os.Stat(path); err != nil {
-		return
-	}
-	l, err := ledger.Open(ctx, path)
-	if err != nil {
-		return
-	}
-	defer l.Close()
-	self, _ := filepath.Abs(st.Path())
-	for _, s := range settings.Senders {
-		live, err := l.SenderLeases(ctx, s, time.Now())
-		if err != nil {
-			return
-		}
-		var others []string
-		mine := false
-		for _, x := range live {
-			if x.Checkpoint == self {
-				mine = true
-				continue
-			}
-			others = append(others, fmt.Sprintf("pid %d (%s)", x.PID, esc(x.Checkpoint)))
-		}
-		if !mine || len(others) == 0 {
-			continue
-		}
-		fmt.Fprintf(w, "number %s is shared with %d other run(s) on this machine, %s: each sends at %.4g/s of %g/s (runs on several hosts share a number through --budget)\n",
-			esc(s), len(others), strings.Join(others, ", "), settings.Rate/float64(len(others)+1), settings.Rate)
-	}
-}

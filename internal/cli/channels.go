@@ -9,7 +9,6 @@ import (
 	"github.com/bulksend/bulksend/internal/optout"
 	"github.com/bulksend/bulksend/internal/reconcile"
 	"github.com/bulksend/bulksend/internal/run"
-	"github.com/bulksend/bulksend/internal/store"
 	"github.com/bulksend/bulksend/internal/whatsapp/pricing"
 )
 
@@ -40,8 +39,6 @@ type channelEntry struct {
 	// parts: the channel counts message parts (status shows them; its
 	// campaigns have no API choice).
 	parts bool
-	// heading is status's first line after the campaign's ID.
-	heading func(s store.Settings) string
 	// eachSender: reconcile matches statuses by the campaign's senders
 	// (WhatsApp's phone-number IDs); SMS events name the number a message
 	// left from, not the pool or ID given, so every event is looked up.

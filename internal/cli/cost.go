@@ -58,22 +58,7 @@ func printCostCeiling(ctx context.Context, w io.Writer, st *store.Store, s store
 		return err
 	}
 	fmt.Fprintf(w, "cost ceiling: %s for %d messages billed as %s, if every one is delivered%s\n",
-		money(card, t.Total()), t.Priced(), esc(category), note)
-	printTally(w, "  ", card, t)
+		card.Money(t.Total()), t.Priced(), esc(category), note)
+	t.WriteLines(w, "  ")
 	return nil
-}
-
-// printTally prints a tally's lines and what it could not price.
-func printTally(w io.Writer, prefix string, card *pricing.Card, t *pricing.Tally) {
-	for _, l := range t.Lines() {
-		fmt.Fprintf(w, "%s%-32s %-16s %8d × %s = %s\n", prefix, esc(l.Market), esc(l.Category), l.Count,
-			fmt.Sprintf("%.*f", max(card.Decimals, 2), l.Price), money(card, l.Cost))
-	}
-	if n := t.Unpriced(); n > 0 {
-		fmt.Fprintf(w, "%s%d messages the card has no price for (not counted)\n", prefix, n)
-	}
-}
-
-func money(card *pricing.Card, v float64) string {
-	return fmt.Sprintf("%.2f %s", v, esc(card.Currency))
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/bulksend/bulksend/internal/atomicfile"
 	"github.com/bulksend/bulksend/internal/report"
 )
 
@@ -79,5 +80,5 @@ func runExport(ctx context.Context, ios *IO, o *exportOptions) error {
 	}
 	// Written beside the target and renamed: a failed export leaves no half file.
 	// 0600: it holds phone numbers.
-	return writeAtomic(o.out, 0o600, func(bw *bufio.Writer) error { return write(bw) })
+	return atomicfile.Write(o.out, 0o600, func(bw *bufio.Writer) error { return write(bw) })
 }

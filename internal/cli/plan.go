@@ -4,12 +4,10 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"io"
-	"maps"
-	"slices"
 	"strings"
 	"time"
 
+	"github.com/bulksend/bulksend/internal/report"
 	"github.com/bulksend/bulksend/internal/run"
 	"github.com/bulksend/bulksend/internal/store"
 	"github.com/bulksend/bulksend/internal/termtext"
@@ -40,7 +38,7 @@ func printPlan(ctx context.Context, ios *IO, p *run.Plan, card *pricing.Card) er
 	}
 	fmt.Fprintf(w, "rows: %d total, %d to send, %d skipped, %d in doubt, %d already settled\n",
 		c.Total, c.Pending, c.Skipped, c.InDoubt, c.Sent+c.Delivered+c.Read+c.Failed)
-	printSkipped(w, "  skipped ", r)
+	report.WriteSkipped(w, "  skipped ", r.Skipped, r.SkipExamples)
 	for _, sc := range r.BySender {
 		fmt.Fprintf(w, "sender %s: %d to send at %g/s, about %s\n", esc(sc.Sender), sc.Counts.Pending, s.Rate, p.Duration(sc.Counts.Pending).Round(time.Second))
 	}
@@ -69,21 +67,6 @@ func templateNote(s store.Settings) string {
 		return " (not checked against its approved definition: pass --waba)"
 	}
 	return ""
-}
-
-// printSkipped prints each kind of skip with its count and its first row,
-// which is what an operator needs to find the others in the file.
-func printSkipped(w io.Writer, prefix string, r store.Report) {
-	for _, k := range slices.Sorted(maps.Keys(r.Skipped)) {
-		fmt.Fprintf(w, "%s%-10s %8d", prefix, esc(string(k)), r.Skipped[k])
-		if e, ok := r.SkipExamples[k]; ok {
-			fmt.Fprintf(w, "  e.g. line %d: %s", e.Line, esc(e.Reason))
-			if e.Phone != "" && !strings.Contains(e.Reason, e.Phone) {
-				fmt.Fprintf(w, " (%s)", esc(e.Phone))
-			}
-		}
-		fmt.Fprintln(w)
-	}
 }
 
 // esc is an outside value as a terminal gets it (termtext.Escape): a CSV

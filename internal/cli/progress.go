@@ -13,6 +13,7 @@ import (
 
 	"github.com/bulksend/bulksend/internal/campaign"
 	"github.com/bulksend/bulksend/internal/engine"
+	"github.com/bulksend/bulksend/internal/report"
 )
 
 func isTerminal(f *os.File) bool { return term.IsTerminal(int(f.Fd())) }
@@ -136,10 +137,8 @@ func printSummary(ios *IO, c campaign.Counts, s engine.Stats, parts bool) {
 	for _, n := range slices.Sorted(maps.Keys(s.Learned)) {
 		fmt.Fprintf(ios.Err, "bulksend: number %s accepts about %.0f/s, less than --rate: pass --rate %.0f for it (a resume starts it there)\n", esc(n), s.Learned[n], s.Learned[n])
 	}
-	fmt.Fprintf(ios.Err, "bulksend: campaign: %s\n", countsLine(c))
+	fmt.Fprintf(ios.Err, "bulksend: campaign: %s\n", report.CountsLine(c))
 }
 
-func countsLine(c campaign.Counts) string {
-	return fmt.Sprintf("%d rows = %d sent + %d delivered + %d read + %d failed + %d skipped + %d pending + %d sending + %d in doubt",
-		c.Total, c.Sent, c.Delivered, c.Read, c.Failed, c.Skipped, c.Pending, c.Sending, c.InDoubt)
-}
+// countsLine is report.CountsLine, by the name reconcile.go calls it.
+func countsLine(c campaign.Counts) string { return report.CountsLine(c) }

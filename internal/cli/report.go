@@ -5,12 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"os"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 
+	"github.com/bulksend/bulksend/internal/atomicfile"
 	"github.com/bulksend/bulksend/internal/report"
 	"github.com/bulksend/bulksend/internal/store"
 )
@@ -68,7 +67,7 @@ func runReport(ctx context.Context, ios *IO, o *reportOptions) error {
 		return err
 	}
 	if o.out != "" {
-		if err := writeAtomic(o.out, 0o644, func(w *bufio.Writer) error { return report.Render(w, r) }); err != nil {
+		if err := atomicfile.Write(o.out, 0o644, func(w *bufio.Writer) error { return report.Render(w, r) }); err != nil {
 			return err
 		}
 	}
@@ -111,39 +110,5 @@ func openForReading(db string) (*store.Store, error) {
 	return store.OpenRead(db)
 }
 
-// writeAtomic writes a file through write, so that it appears only when
-// complete: into a temporary file beside it, synced, then renamed over it,
-// with mode perm. A failure leaves no file behind (and an older one as it
-// was).
-func writeAtomic(path string, perm os.FileMode, write func(*bufio.Writer) error) (err error) {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	bw := bufio.NewWriter(tmp)
-	if err := write(bw); err != nil {
-		return err
-	}
-	if err := bw.Flush(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := tmp.Chmod(perm); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := tmp.Sync(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
-}
+// writeAtomic is atomicfile.Write, by the name optouts.go calls it.
+var writeAtomic = atomicfile.Write

@@ -12,7 +12,6 @@ import (
 
 	"github.com/bulksend/bulksend/internal/ledger"
 	"github.com/bulksend/bulksend/internal/redact"
-	"github.com/bulksend/bulksend/internal/report"
 	"github.com/bulksend/bulksend/internal/run"
 )
 
@@ -119,38 +118,6 @@ func waitingWords(out *run.Outcome) string {
 		}
 	}
 	return strings.Join(parts, ", ")
-}
-
-// printSchedule adds the schedule and the waiting rows to the status view.
-func printSchedule(w io.Writer, out *report.Status) {
-	if len(out.Window) == 0 && out.StartAt == "" && out.EndAt == "" && out.DailyLimit == "" && out.NextSendAt == nil {
-		return
-	}
-	fmt.Fprintf(w, "\nschedule:")
-	if len(out.Window) > 0 {
-		zone := "each recipient's local time"
-		if out.WindowTZ != "" {
-			zone = esc(out.WindowTZ)
-		}
-		fmt.Fprintf(w, " window %s (%s);", esc(strings.Join(out.Window, "; ")), zone)
-	}
-	if out.StartAt != "" {
-		fmt.Fprintf(w, " start %s;", out.StartAt)
-	}
-	if out.EndAt != "" {
-		fmt.Fprintf(w, " end %s;", out.EndAt)
-	}
-	if out.DailyLimit != "" {
-		fmt.Fprintf(w, " daily limit %s unique recipients per moving 24 h;", esc(out.DailyLimit))
-	}
-	if out.Days > 0 {
-		fmt.Fprintf(w, " runs span %d day(s);", out.Days)
-	}
-	fmt.Fprintln(w)
-	if out.NextSendAt != nil {
-		fmt.Fprintf(w, "waiting (pending): %d for their window, %d for their send_at, %d for the daily limit, %d for the start; next send at %s\n",
-			out.WaitingWindow, out.WaitingSendAt, out.WaitingBudget, out.WaitingStart, *out.NextSendAt)
-	}
 }
 
 // ledgerScope is where this run's sends go, when not to the provider

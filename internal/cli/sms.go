@@ -15,11 +15,11 @@ import (
 	"time"
 
 	"github.com/bulksend/bulksend/internal/campaign"
+	"github.com/bulksend/bulksend/internal/report"
 	"github.com/bulksend/bulksend/internal/run"
 	"github.com/bulksend/bulksend/internal/sms"
 	smschannel "github.com/bulksend/bulksend/internal/sms/channel"
 	"github.com/bulksend/bulksend/internal/sms/smstext"
-	"github.com/bulksend/bulksend/internal/store"
 	"github.com/bulksend/bulksend/internal/termtext"
 	"github.com/bulksend/bulksend/internal/whatsapp/pricing"
 )
@@ -37,7 +37,6 @@ var smsEntry = &channelEntry{
 	reconcile:    readSMSEventLog,
 	defaultRate:  1, // 10DLC's and international long codes' ceiling: the safe default
 	parts:        true,
-	heading:      func(s store.Settings) string { return "SMS from " + termtext.Join(s.Senders, ", ") },
 	endpoint:     func(o *runOptions, ios *IO) string { return cmp.Or(o.endpointURL, ios.Getenv("AWS_ENDPOINT_URL")) },
 }
 
@@ -175,7 +174,7 @@ func printSMSPlan(ctx context.Context, ios *IO, p *run.Plan, _ *pricing.Card) er
 	}
 	fmt.Fprintf(w, "rows: %d total, %d to send, %d skipped, %d in doubt, %d already settled\n",
 		c.Total, c.Pending, c.Skipped, c.InDoubt, c.Sent+c.Delivered+c.Read+c.Failed)
-	printSkipped(w, "  skipped ", p.Breakdown)
+	report.WriteSkipped(w, "  skipped ", p.Breakdown.Skipped, p.Breakdown.SkipExamples)
 	fmt.Fprintf(w, "parts: %d in all (rows not skipped), %d rows need UCS-2 (70 characters a part, 67 when split)\n", parts.Planned, parts.UCS2Rows)
 	if b, ok := p.Binding.(*smschannel.Binding); ok {
 		first, all := b.UCS2()

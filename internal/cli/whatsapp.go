@@ -8,7 +8,6 @@ import (
 
 	"github.com/bulksend/bulksend/internal/campaign"
 	"github.com/bulksend/bulksend/internal/run"
-	"github.com/bulksend/bulksend/internal/store"
 	"github.com/bulksend/bulksend/internal/whatsapp"
 	wachannel "github.com/bulksend/bulksend/internal/whatsapp/channel"
 	"github.com/bulksend/bulksend/internal/whatsapp/template"
@@ -32,12 +31,6 @@ var whatsappEntry = &channelEntry{
 			return u
 		}
 		return ""
-	},
-	heading: func(s store.Settings) string {
-		if s.Category != "" {
-			return fmt.Sprintf("template %s/%s (%s)", esc(s.Template), esc(s.Lang), esc(s.Category))
-		}
-		return fmt.Sprintf("template %s/%s", esc(s.Template), esc(s.Lang))
 	},
 }
 

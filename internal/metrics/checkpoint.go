@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"context"
+	"io"
 
 	"github.com/bulksend/bulksend/internal/campaign"
 	"github.com/bulksend/bulksend/internal/store"
@@ -30,4 +31,14 @@ func OfCheckpoint(ctx context.Context, st *store.Store, settings store.Settings)
 		s.RunStart, s.RunEnd, s.Senders, s.Rate = last.StartedAt, last.EndedAt, last.Senders, last.Rate
 	}
 	return FromCheckpoint(settings.CampaignID, string(channel), s), nil
+}
+
+// WriteCheckpoint writes what the checkpoint alone says in the text
+// exposition format, for a cron job that only wants state.
+func WriteCheckpoint(ctx context.Context, w io.Writer, st *store.Store, settings store.Settings) error {
+	m, err := OfCheckpoint(ctx, st, settings)
+	if err != nil {
+		return err
+	}
+	return m.Write(w)
 }

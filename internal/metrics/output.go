@@ -5,11 +5,15 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/bulksend/bulksend/internal/campaign"
+	"github.com/bulksend/bulksend/internal/engine"
 	"github.com/bulksend/bulksend/internal/listen"
+	"github.com/bulksend/bulksend/internal/store"
 )
 
 // Output is where a run's metrics go: a file rewritten every few seconds
@@ -41,6 +45,53 @@ func NewOutput(file string, every time.Duration, log *slog.Logger) *Output {
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Output{file: file, every: every, log: log}
+}
+
+// FileError is a metrics file that cannot be written: Err says why.
+type FileError struct {
+	File string
+	Err  error
+}
+
+func (e *FileError) Error() string { return e.File + ": " + e.Err.Error() }
+func (e *FileError) Unwrap() error { return e.Err }
+
+// ListenError is a metrics address that cannot be listened on.
+type ListenError struct {
+	Addr string
+	Err  error
+}
+
+func (e *ListenError) Error() string { return e.Addr + ": " + e.Err.Error() }
+func (e *ListenError) Unwrap() error { return e.Err }
+
+// Open sets up a run's output before anything is sent: it checks that
+// file ("" for none) can be written, by making and removing a temporary
+// file beside it (a *FileError if not), and serves the endpoint on addr
+// ("" for none; a *ListenError if it cannot listen there), which answers
+// 503 until the run starts sending. Neither: nil, no output.
+func Open(file string, every time.Duration, addr string, log *slog.Logger) (*Output, error) {
+	if file == "" && addr == "" {
+		return nil, nil
+	}
+	mo := NewOutput(file, every, log)
+	if file != "" {
+		if err := CheckDir(file); err != nil {
+			return nil, &FileError{File: file, Err: err}
+		}
+		if !strings.HasSuffix(file, ".prom") {
+			mo.log.Warn("node_exporter's textfile collector reads only files named *.prom", "metrics_file", file)
+		}
+	}
+	if addr != "" {
+		l, err := net.Listen("tcp", addr)
+		if err != nil {
+			return nil, &ListenError{Addr: addr, Err: err}
+		}
+		mo.Serve(l, listen.Metrics)
+		mo.log.Info("serving metrics", "url", "http://"+l.Addr().String()+"/metrics")
+	}
+	return mo, nil
 }
 
 // Serve serves the endpoint /metrics on l within lim (listen.Metrics; a
@@ -157,4 +208,53 @@ func (mo *Output) Close() {
 		}
 		<-mo.served
 	})
+}
+
+// ObserveRun makes the run's metrics and attaches them to cfg as its
+// observer and to mo: what each request does, the checkpoint's rows at
+// collection (read beside the run's connection), the senders' configured
+// rate, and the last success the checkpoint recorded.
+func (mo *Output) ObserveRun(ctx context.Context, st *store.Store, cfg *engine.Config, channel campaign.Channel) {
+	if mo == nil {
+		return
+	}
+	m := New(cfg.CampaignID, string(channel))
+	m.Configure(cfg.Senders, cfg.Rate)
+	// Counting rows scans them all (a second on millions): on a view,
+	// beside the connection the run claims and records on.
+	m.CountRows(func(ctx context.Context) (c campaign.Counts, err error) {
+		err = st.View(ctx, func(v *store.Store) error {
+			c, err = v.Counts(ctx)
+			return err
+		})
+		return c, err
+	})
+	if t, ok, err := st.LastSent(ctx); err != nil {
+		mo.log.Warn("metrics: the last successful send could not be read", "err", err)
+	} else if ok {
+		m.Succeeded(t)
+	}
+	cfg.Observer = m
+	mo.Attach(m)
+}
+
+// Leave writes what the checkpoint says to the metrics file when the run
+// ends before it began sending (an import or preflight error, nothing
+// due): the file must not keep an earlier run's figures. A checkpoint
+// with no campaign yet leaves the file as it is.
+func (mo *Output) Leave(ctx context.Context, st *store.Store) {
+	if mo.Attached() || mo.File() == "" {
+		return
+	}
+	settings, err := st.Settings(ctx)
+	if err != nil || settings.CampaignID == "" {
+		return
+	}
+	m, err := OfCheckpoint(ctx, st, settings)
+	if err == nil {
+		err = m.WriteFile(mo.File())
+	}
+	if err != nil {
+		mo.log.Warn("metrics file not written", "file", mo.File(), "err", err)
+	}
 }

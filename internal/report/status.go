@@ -79,11 +79,11 @@ type Status struct {
 
 // NewStatus reads the status of the campaign in st, whose settings are s,
 // at now; parts: its channel counts message parts (SMS), and has no API
-// choice. It returns the report it read, for the view.
-func NewStatus(ctx context.Context, st *store.Store, s store.Settings, parts bool, now time.Time) (*Status, store.Report, error) {
+// choice.
+func NewStatus(ctx context.Context, st *store.Store, s store.Settings, parts bool, now time.Time) (*Status, error) {
 	r, err := st.Report(ctx, now)
 	if err != nil {
-		return nil, r, err
+		return nil, err
 	}
 	out := &Status{
 		Counts: r.Counts, CampaignID: s.CampaignID, Template: s.Template, Category: s.Category,
@@ -94,13 +94,13 @@ func NewStatus(ctx context.Context, st *store.Store, s store.Settings, parts boo
 		Buckets: campaign.BucketsOf(r.Counts, r.FailedByReason[campaign.FailThrottleExhausted]),
 	}
 	if out.Channel, err = campaign.ParseChannel(s.Channel); err != nil {
-		return nil, r, err
+		return nil, err
 	}
 	if parts {
 		out.API = ""
 		p, err := st.Parts(ctx)
 		if err != nil {
-			return nil, r, err
+			return nil, err
 		}
 		out.Parts = &p
 	}
@@ -121,11 +121,11 @@ func NewStatus(ctx context.Context, st *store.Store, s store.Settings, parts boo
 		out.LockedBy = h
 	}
 	if out.Replied, err = st.Replied(ctx); err != nil {
-		return nil, r, err
+		return nil, err
 	}
 	w, err := st.Waiting(ctx, now)
 	if err != nil {
-		return nil, r, err
+		return nil, err
 	}
 	out.WaitingWindow, out.WaitingSendAt, out.WaitingBudget, out.WaitingStart = w.Window, w.SendAt, w.Budget, w.Start
 	if !w.Next.IsZero() {
@@ -144,7 +144,7 @@ func NewStatus(ctx context.Context, st *store.Store, s store.Settings, parts boo
 	}
 	runs, err := st.Runs(ctx)
 	if err != nil {
-		return nil, r, err
+		return nil, err
 	}
 	if len(runs) > 0 {
 		last := runs[len(runs)-1]
@@ -156,5 +156,5 @@ func NewStatus(ctx context.Context, st *store.Store, s store.Settings, parts boo
 			break
 		}
 	}
-	return out, r, nil
+	return out, nil
 }

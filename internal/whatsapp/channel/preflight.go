@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"strings"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/bulksend/bulksend/internal/listen"
 	"github.com/bulksend/bulksend/internal/run"
 	"github.com/bulksend/bulksend/internal/store"
+	"github.com/bulksend/bulksend/internal/termtext"
 	"github.com/bulksend/bulksend/internal/whatsapp"
 	"github.com/bulksend/bulksend/internal/whatsapp/sandbox"
 )
@@ -34,6 +36,31 @@ type NumberRecord struct {
 	Throughput     string   `json:"throughput_level,omitempty"`
 	MessagingLimit string   `json:"messaging_limit,omitempty"`
 	Problems       []string `json:"problems,omitempty"` // Meta's health errors
+}
+
+// WriteText writes the record as status shows it, after a blank line:
+// each number's health, quality, throughput and limit, and its problems.
+func (rec *PreflightRecord) WriteText(w io.Writer) {
+	esc := termtext.Escape // Meta's values and words, outside text
+	fmt.Fprintf(w, "\npreflight (%s):\n", rec.At.Format(time.RFC3339))
+	for _, n := range rec.Numbers {
+		fmt.Fprintf(w, "  %-18s %-16s health %s · quality %s · throughput %s · messaging limit %s\n",
+			esc(n.ID), esc(n.Display), esc(dash(n.Health)), esc(dash(n.Quality)), esc(dash(n.Throughput)), esc(dash(n.MessagingLimit)))
+		for _, p := range n.Problems {
+			fmt.Fprintf(w, "    %s\n", esc(p))
+		}
+	}
+	if rec.USPhones > 0 {
+		fmt.Fprintf(w, "  %d US recipients (WhatsApp delivers no marketing templates to US numbers)\n", rec.USPhones)
+	}
+}
+
+// dash is a value the preflight did not read as "-".
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }
 
 // Preflight reads the campaign's record of its last preflight, if any.

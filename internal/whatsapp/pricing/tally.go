@@ -1,7 +1,11 @@
 package pricing
 
 import (
+	"fmt"
+	"io"
 	"iter"
+
+	"github.com/bulksend/bulksend/internal/termtext"
 )
 
 // Tally adds up the cost of messages, counting them per market and category
@@ -114,4 +118,22 @@ func (c *Card) Estimate(phones iter.Seq[string], category string) *Tally {
 		t.Add(p, category)
 	}
 	return t
+}
+
+// WriteLines writes, prefix first, each of Lines as a reader checks it
+// (count × price = cost) and then what could not be priced.
+func (t *Tally) WriteLines(w io.Writer, prefix string) {
+	for _, l := range t.Lines() {
+		fmt.Fprintf(w, "%s%-32s %-16s %8d × %s = %s\n", prefix, termtext.Escape(l.Market), termtext.Escape(l.Category), l.Count,
+			fmt.Sprintf("%.*f", max(t.card.Decimals, 2), l.Price), t.card.Money(l.Cost))
+	}
+	if n := t.Unpriced(); n > 0 {
+		fmt.Fprintf(w, "%s%d messages the card has no price for (not counted)\n", prefix, n)
+	}
+}
+
+// Money is v in the card's currency as a sum is shown: two decimals and
+// the currency's code (the card's own text, escaped for a terminal).
+func (c *Card) Money(v float64) string {
+	return fmt.Sprintf("%.2f %s", v, termtext.Escape(c.Currency))
 }
