@@ -44,7 +44,8 @@ var classes = map[string]class{
 	"internal/schedule":  domain, // when a recipient may be messaged
 	"internal/optout":    domain, // what a reply asks for
 
-	"internal/run": usecase,
+	"internal/run":     usecase,
+	"internal/inbound": usecase, // what comes back: statuses, replies, opt-outs
 
 	"internal/whatsapp":         channel,
 	"internal/whatsapp/sandbox": fake,

@@ -23,19 +23,19 @@ import (
 	"github.com/bulksend/bulksend/internal/pace"
 )
 
-// The scale campaign: 10 sender numbers told --rate 1000, 10,000 rows
+// The scale campaign: 5 sender numbers told --rate 1000, 10,000 rows
 // each (10 s at the limit).
 const (
-	scaleNumbers = 10
+	scaleNumbers = 5
 	scaleRate    = 1000
 	scaleRows    = scaleNumbers * scaleRate * 10
 )
 
-// BenchmarkScale: `bulksend run` with 10 sender numbers at --rate 1000
+// BenchmarkScale: `bulksend run` with 5 sender numbers at --rate 1000
 // against a `bulksend sandbox --strict-window` process on 127.0.0.1 that
 // allows 1,000 requests per number over a sliding second counted at each
 // request's arrival, answering in 100 ms ± 10 ms, with no injected
-// failures (10,000 msg/s, both processes on this machine). From the
+// failures (5,000 msg/s, both processes on this machine). From the
 // sandbox's record of acceptances: each number's achieved rate (its
 // acceptances over the span from its first to its last) against 1,000/s,
 // target ≥ 0.99, and against the pacer's own rate (pace.Paced: 1,000 less

@@ -2,12 +2,9 @@ package cli
 
 import (
 	"context"
-	"io"
-	"log/slog"
 
 	"github.com/bulksend/bulksend/internal/campaign"
-	"github.com/bulksend/bulksend/internal/optout"
-	"github.com/bulksend/bulksend/internal/reconcile"
+	"github.com/bulksend/bulksend/internal/inbound"
 	"github.com/bulksend/bulksend/internal/run"
 	"github.com/bulksend/bulksend/internal/whatsapp/pricing"
 )
@@ -30,19 +27,14 @@ type channelEntry struct {
 	channelWords func(err error) error
 	// plan prints a dry run's plan (card: --rate-card, or nil).
 	plan func(ctx context.Context, ios *IO, p *run.Plan, card *pricing.Card) error
-	// reconcile reads one provider log into rc ("-": stdin).
-	// What recipients said back goes to hear, in log order (stop and
-	// start words: keywords).
-	reconcile func(ctx context.Context, rc *reconcile.Reconciler, path string, stdin io.Reader, log *slog.Logger, keywords optout.Keywords, hear func(optout.Heard)) error
+	// inbound reads what comes back from the provider: the bodies
+	// receive keeps, the logs reconcile reads.
+	inbound inbound.Channel
 	// defaultRate is --rate when it is not given, if not the flag's.
 	defaultRate float64
 	// parts: the channel counts message parts (status shows them; its
 	// campaigns have no API choice).
 	parts bool
-	// eachSender: reconcile matches statuses by the campaign's senders
-	// (WhatsApp's phone-number IDs); SMS events name the number a message
-	// left from, not the pool or ID given, so every event is looked up.
-	eachSender bool
 	// endpoint is the provider's URL when a flag or the environment
 	// points the run elsewhere than the real provider ("" for it).
 	endpoint func(o *runOptions, ios *IO) string
@@ -61,6 +53,13 @@ type channelInput struct {
 var channels = map[campaign.Channel]*channelEntry{
 	campaign.WhatsApp: whatsappEntry,
 	campaign.SMS:      smsEntry,
+}
+
+// inboundChannels are the channels' readers of what comes back, in the
+// order a kept body is offered to them: WhatsApp's bodies name their
+// object, SMS's take the rest.
+func inboundChannels() []inbound.Channel {
+	return []inbound.Channel{whatsappEntry.inbound, smsEntry.inbound}
 }
 
 // channelOf is the entry of a stored campaign's channel ("" is WhatsApp).

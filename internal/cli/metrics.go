@@ -1,14 +1,9 @@
 package cli
 
 import (
-	"context"
 	"errors"
-	"log/slog"
 
-	"github.com/bulksend/bulksend/internal/campaign"
-	"github.com/bulksend/bulksend/internal/engine"
 	"github.com/bulksend/bulksend/internal/metrics"
-	"github.com/bulksend/bulksend/internal/store"
 )
 
 // checkMetricsFlags refuses metrics flags that cannot work together.
@@ -47,14 +42,4 @@ func (o *runOptions) openMetrics() (*metrics.Output, error) {
 			"--metrics-addr %s: %w", listenErr.Addr, listenErr.Err)
 	}
 	return mo, err
-}
-
-// attachMetrics and leaveMetrics are the metrics output's ObserveRun and
-// Leave, by the names run.go calls them.
-func attachMetrics(ctx context.Context, mo *metrics.Output, _ *slog.Logger, st *store.Store, cfg *engine.Config, channel campaign.Channel) {
-	mo.ObserveRun(ctx, st, cfg, channel)
-}
-
-func leaveMetrics(ctx context.Context, mo *metrics.Output, _ *slog.Logger, st *store.Store) {
-	mo.Leave(ctx, st)
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/bulksend/bulksend/internal/atomicfile"
 	"github.com/bulksend/bulksend/internal/campaign"
 	"github.com/bulksend/bulksend/internal/csvin"
 	"github.com/bulksend/bulksend/internal/csvout"
@@ -222,5 +223,5 @@ func (o *optoutsOptions) export(ctx context.Context, ios *IO, l *ledger.Ledger) 
 		}
 		return bw.Flush()
 	}
-	return writeAtomic(o.out, 0o600, write)
+	return atomicfile.Write(o.out, 0o600, write)
 }

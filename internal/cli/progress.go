@@ -139,6 +139,3 @@ func printSummary(ios *IO, c campaign.Counts, s engine.Stats, parts bool) {
 	}
 	fmt.Fprintf(ios.Err, "bulksend: campaign: %s\n", report.CountsLine(c))
 }
-
-// countsLine is report.CountsLine, by the name reconcile.go calls it.
-func countsLine(c campaign.Counts) string { return report.CountsLine(c) }

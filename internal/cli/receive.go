@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/bulksend/bulksend/internal/inbound"
 	"github.com/bulksend/bulksend/internal/listen"
 	"github.com/bulksend/bulksend/internal/sms"
 	"github.com/bulksend/bulksend/internal/sms/smsqueue"
@@ -192,6 +194,7 @@ func runReceive(ctx context.Context, ios *IO, o *receiveOptions, log *slog.Logge
 		})
 	}
 	var poller *smsqueue.Poller
+	fronts := inbound.Fronts{Keeper: r}
 	if o.sqsQueueURL != "" {
 		q, err := sms.NewQueue(ctx, o.sqsQueueURL, sms.Options{})
 		if err != nil {
@@ -199,53 +202,40 @@ func runReceive(ctx context.Context, ios *IO, o *receiveOptions, log *slog.Logge
 			return usagef("", "--sqs-queue-url: %w", err)
 		}
 		poller = smsqueue.New(smsqueue.Config{Queue: q, Keeper: r, Log: log.With("front", "sqs")})
+		fronts.Poll = func(ctx context.Context) { poller.Run(ctx) }
 	}
-	if !listens {
-		return receiveQueue(ctx, ios, o, r, poller, live, log)
-	}
-	l, err := net.Listen("tcp", o.listen)
-	if err != nil {
-		r.Close()
-		return usagef("", "--listen %s: %w", o.listen, err)
-	}
-	scheme := "http"
-	if o.tlsCert != "" {
-		cert, err := tls.LoadX509KeyPair(o.tlsCert, o.tlsKey)
+	if listens {
+		l, err := net.Listen("tcp", o.listen)
 		if err != nil {
-			l.Close()
 			r.Close()
-			return usagef("", "--tls-cert/--tls-key: %w", err)
+			return usagef("", "--listen %s: %w", o.listen, err)
 		}
-		l, scheme = tls.NewListener(l, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}), "https"
+		scheme := "http"
+		if o.tlsCert != "" {
+			cert, err := tls.LoadX509KeyPair(o.tlsCert, o.tlsKey)
+			if err != nil {
+				l.Close()
+				r.Close()
+				return usagef("", "--tls-cert/--tls-key: %w", err)
+			}
+			l, scheme = tls.NewListener(l, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}), "https"
+		}
+		fronts.Server = listen.New(l, handler, receive.Limits, log.With("listener", "receive"))
+		fmt.Fprintf(ios.Err, "bulksend: receiving webhooks at %s://%s/ ; keeping them in %s\n", scheme, l.Addr(), esc(o.dir))
+	} else {
+		fmt.Fprintf(ios.Err, "bulksend: polling %s ; keeping its messages in %s\n", esc(o.sqsQueueURL), esc(o.dir))
 	}
-	hs := listen.New(l, handler, receive.Limits, log.With("listener", "receive"))
-	fmt.Fprintf(ios.Err, "bulksend: receiving webhooks at %s://%s/ ; keeping them in %s\n", scheme, l.Addr(), esc(o.dir))
 	ctx, stop := signalContext(ctx, ios, log, receiveInterrupt)
 	defer stop()
-	served := make(chan error, 1)
-	go func() { served <- hs.Serve() }()
-	pctx, stopPolling := context.WithCancel(ctx)
-	polled := startPoller(pctx, poller)
-	var serveErr error
-	select {
-	case <-ctx.Done():
-	case serveErr = <-served:
-	}
-	stopPolling()
-	hs.Close()
-	<-polled
-	if err := r.Close(); err != nil {
-		return fmt.Errorf("receive: %w", err)
-	}
-	if serveErr != nil {
-		return fmt.Errorf("receive: %w", serveErr)
+	if err := inbound.Receive(ctx, fronts); err != nil {
+		return err
 	}
 	return printReceiveStats(ios, r.Stats(), sns, poller, live)
 }
 
 // startLive starts live apply, unless --no-apply; done closes what it
 // opened.
-func (o *receiveOptions) startLive(ctx context.Context, log *slog.Logger) (_ *liveApplier, done func(), err error) {
+func (o *receiveOptions) startLive(ctx context.Context, log *slog.Logger) (_ *inbound.Applier, done func(), err error) {
 	if o.noApply {
 		if len(o.apply) > 0 {
 			return nil, nil, usagef("", "--apply and --no-apply exclude each other")
@@ -256,43 +246,34 @@ func (o *receiveOptions) startLive(ctx context.Context, log *slog.Logger) (_ *li
 	if err != nil {
 		return nil, nil, err
 	}
-	a, err := newLiveApplier(ctx, log.With("live", "apply"), led, o.hearing.keywords(), o.apply)
-	if err != nil {
+	closeLedger := func() {
 		if led != nil {
 			led.Close()
 		}
+	}
+	names := map[string]string{} // checkpoint → as --apply named it
+	var dbs []string
+	for _, name := range o.apply {
+		db, err := dbPath(name)
+		if err != nil {
+			closeLedger()
+			return nil, nil, err
+		}
+		names[db] = name
+		dbs = append(dbs, db)
+	}
+	a, err := inbound.NewApplier(ctx, inbound.LiveConfig{Log: log.With("live", "apply"), Ledger: led, Keywords: o.hearing.keywords(),
+		Channels: inboundChannels(), Checkpoints: dbs})
+	var open *inbound.OpenError
+	switch {
+	case errors.As(err, &open):
+		closeLedger()
+		return nil, nil, usagef("name a campaign's CSV or checkpoint that a run made", "--apply %s: %w", esc(names[open.Checkpoint]), open.Err)
+	case err != nil:
+		closeLedger()
 		return nil, nil, err
 	}
-	return a, func() {
-		a.Close()
-		if led != nil {
-			led.Close()
-		}
-	}, nil
-}
-
-// startPoller runs p (if any) until ctx ends; the channel is closed when
-// it has returned.
-func startPoller(ctx context.Context, p *smsqueue.Poller) <-chan struct{} {
-	done := make(chan struct{})
-	if p == nil {
-		close(done)
-		return done
-	}
-	go func() { defer close(done); p.Run(ctx) }()
-	return done
-}
-
-// receiveQueue polls the queue alone, until interrupted.
-func receiveQueue(ctx context.Context, ios *IO, o *receiveOptions, r *receive.Receiver, p *smsqueue.Poller, live *liveApplier, log *slog.Logger) error {
-	fmt.Fprintf(ios.Err, "bulksend: polling %s ; keeping its messages in %s\n", esc(o.sqsQueueURL), esc(o.dir))
-	ctx, stop := signalContext(ctx, ios, log, receiveInterrupt)
-	defer stop()
-	<-startPoller(ctx, p)
-	if err := r.Close(); err != nil {
-		return fmt.Errorf("receive: %w", err)
-	}
-	return printReceiveStats(ios, r.Stats(), nil, p, live)
+	return a, func() { a.Close(); closeLedger() }, nil
 }
 
 // receiveStats are what receive prints when it stops: the WhatsApp
@@ -302,10 +283,10 @@ type receiveStats struct {
 	SNS *snsreceive.Stats `json:"sns,omitempty"`
 	SQS *smsqueue.Stats   `json:"sqs,omitempty"`
 	// Live is what live apply did (nil with --no-apply).
-	Live *liveStats `json:"live,omitempty"`
+	Live *inbound.LiveStats `json:"live,omitempty"`
 }
 
-func printReceiveStats(ios *IO, st receive.Stats, sns *snsreceive.Handler, q *smsqueue.Poller, live *liveApplier) error {
+func printReceiveStats(ios *IO, st receive.Stats, sns *snsreceive.Handler, q *smsqueue.Poller, live *inbound.Applier) error {
 	out := receiveStats{Stats: st}
 	if live != nil {
 		s := live.Stats()

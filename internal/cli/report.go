@@ -109,6 +109,3 @@ func openForReading(db string) (*store.Store, error) {
 	}
 	return store.OpenRead(db)
 }
-
-// writeAtomic is atomicfile.Write, by the name optouts.go calls it.
-var writeAtomic = atomicfile.Write

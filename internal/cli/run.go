@@ -276,11 +276,11 @@ func runRun(ctx context.Context, ios *IO, o *runOptions) error {
 		return ch.words(o, err)
 	}
 	defer camp.Close()
-	defer leaveMetrics(context.WithoutCancel(runCtx), metricsOut, o.log, camp.Store)
+	defer metricsOut.Leave(context.WithoutCancel(runCtx), camp.Store)
 
 	var prog *progress
 	res, runErr := camp.Run(ctx, runCtx, run.Hooks{
-		Configure: func(cfg *engine.Config) { attachMetrics(ctx, metricsOut, o.log, camp.Store, cfg, name) },
+		Configure: func(cfg *engine.Config) { metricsOut.ObserveRun(ctx, camp.Store, cfg, name) },
 		Started: func(eng *engine.Engine, at time.Time, counts campaign.Counts) func() {
 			metricsOut.Start(eng, at)
 			prog = startProgress(ios, eng, counts, o.progressEvery, ch.parts)

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/bulksend/bulksend/internal/campaign"
+	"github.com/bulksend/bulksend/internal/inbound"
 	"github.com/bulksend/bulksend/internal/report"
 	"github.com/bulksend/bulksend/internal/run"
 	"github.com/bulksend/bulksend/internal/sms"
@@ -34,10 +35,13 @@ var smsEntry = &channelEntry{
 	noSender:     "pass --from with your origination identities (phone numbers, their IDs or ARNs, sender IDs or pools), or add a from column to the CSV",
 	channelWords: smsWords,
 	plan:         printSMSPlan,
-	reconcile:    readSMSEventLog,
-	defaultRate:  1, // 10DLC's and international long codes' ceiling: the safe default
-	parts:        true,
-	endpoint:     func(o *runOptions, ios *IO) string { return cmp.Or(o.endpointURL, ios.Getenv("AWS_ENDPOINT_URL")) },
+	inbound: inbound.Channel{ // no Owns: its bodies name nothing, they are those WhatsApp does not own
+		Statuses: smschannel.Statuses,
+		ReadLog:  smschannel.ReadLog,
+	},
+	defaultRate: 1, // 10DLC's and international long codes' ceiling: the safe default
+	parts:       true,
+	endpoint:    func(o *runOptions, ios *IO) string { return cmp.Or(o.endpointURL, ios.Getenv("AWS_ENDPOINT_URL")) },
 }
 
 // checkSMS checks the flags of an SMS run.
@@ -143,6 +147,7 @@ func smsWords(err error) error {
 		missing *smstext.MissingError
 		syntax  *smstext.SyntaxError
 		optOut  *smschannel.OptOutError
+		noEvent *smschannel.NoEventError
 	)
 	switch {
 	case errors.Is(err, sms.ErrNoRegion):
@@ -151,6 +156,8 @@ func smsWords(err error) error {
 		return usagef("a placeholder names a CSV column (any case): fix the text or the CSV's header; nothing was sent", "%w", err)
 	case errors.As(err, &syntax), errors.Is(err, smstext.ErrEmpty):
 		return usagef("placeholders are written {{column}}", "%w", err)
+	case errors.As(err, &noEvent):
+		return usagef("reconcile reads the SMS event records of your configuration set's event destination (Firehose or CloudWatch Logs exports, JSON lines)", "%w", err)
 	case errors.As(err, &optOut):
 		return fmt.Errorf("--sync-opt-outs: %w", err)
 	}

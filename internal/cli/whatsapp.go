@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/bulksend/bulksend/internal/campaign"
+	"github.com/bulksend/bulksend/internal/inbound"
 	"github.com/bulksend/bulksend/internal/run"
 	"github.com/bulksend/bulksend/internal/whatsapp"
 	wachannel "github.com/bulksend/bulksend/internal/whatsapp/channel"
@@ -24,8 +25,12 @@ var whatsappEntry = &channelEntry{
 	noSender:     "pass --from with your sender phone-number ID(s), or add a from column to the CSV",
 	channelWords: whatsappWords,
 	plan:         printPlan,
-	reconcile:    readWebhookLog,
-	eachSender:   true,
+	inbound: inbound.Channel{
+		Owns:       wachannel.OwnsBody,
+		Statuses:   wachannel.Statuses,
+		ReadLog:    wachannel.ReadLog,
+		EachSender: true,
+	},
 	endpoint: func(o *runOptions, ios *IO) string {
 		if u := o.apiBase(ios); u != "https://graph.facebook.com" {
 			return u
@@ -87,6 +92,7 @@ func whatsappWords(err error) error {
 	var (
 		needToken    *wachannel.NeedTokenError
 		notMarketing *wachannel.NotMarketingError
+		noBody       *wachannel.NoBodyError
 		mismatch     *wachannel.MismatchError
 		tplRead      *wachannel.TemplateReadError
 		numberRead   *wachannel.NumberReadError
@@ -113,6 +119,8 @@ func whatsappWords(err error) error {
 			return err
 		}
 		return &hintError{err: err, hint: "the API could not be reached to read the template: check the network and --api-url, then run again; nothing was sent"}
+	case errors.As(err, &noBody):
+		return usagef("reconcile reads the webhooks your receiver logged (a JSON body per line, pretty-printed, or an array of them)", "%w", err)
 	case errors.As(err, &numberRead):
 		switch {
 		case errors.As(err, &api) && api.Code == 100:

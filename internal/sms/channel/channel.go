@@ -22,7 +22,6 @@ import (
 	"github.com/bulksend/bulksend/internal/listen"
 	"github.com/bulksend/bulksend/internal/logfile"
 	"github.com/bulksend/bulksend/internal/optout"
-	"github.com/bulksend/bulksend/internal/reconcile"
 	"github.com/bulksend/bulksend/internal/run"
 	"github.com/bulksend/bulksend/internal/sms"
 	"github.com/bulksend/bulksend/internal/sms/segment"
@@ -397,25 +396,6 @@ func cmpOr(a, b string) string {
 		return a
 	}
 	return b
-}
-
-// ReadLog applies the AWS SMS event records at path ("-": stdin, gzip
-// detected) to rc, and returns what it held.
-func ReadLog(ctx context.Context, rc *reconcile.Reconciler, path string, stdin io.Reader, inbound func(smsevent.Inbound)) (smsevent.Counts, error) {
-	f, err := logfile.OpenContext(ctx, path, stdin)
-	if err != nil {
-		return smsevent.Counts{}, err
-	}
-	defer f.Close()
-	r := smsevent.NewReader(f)
-	r.SetInbound(inbound)
-	if err := rc.Read(ctx, path, smsevent.Statuses(r)); err != nil {
-		if ctx.Err() == nil {
-			err = fmt.Errorf("SMS event log %s: %w", path, err)
-		}
-		return smsevent.Counts{}, err
-	}
-	return r.Counts(), nil
 }
 
 // Hearing turns inbound SMS messages (replies to a two-way number) into

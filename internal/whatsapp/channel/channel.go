@@ -10,22 +10,18 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/bulksend/bulksend/internal/campaign"
-	"github.com/bulksend/bulksend/internal/logfile"
-	"github.com/bulksend/bulksend/internal/reconcile"
 	"github.com/bulksend/bulksend/internal/redact"
 	"github.com/bulksend/bulksend/internal/run"
 	"github.com/bulksend/bulksend/internal/store"
 	"github.com/bulksend/bulksend/internal/whatsapp"
 	"github.com/bulksend/bulksend/internal/whatsapp/sandbox"
 	"github.com/bulksend/bulksend/internal/whatsapp/template"
-	"github.com/bulksend/bulksend/internal/whatsapp/webhook"
 )
 
 // Options are the WhatsApp settings of a run, parsed by the front end.
@@ -364,23 +360,4 @@ func sandboxKnows() []string {
 		}
 	}
 	return names
-}
-
-// ReadLog applies the webhook log at path ("-": stdin, gzip detected) to
-// rc, and returns what it held.
-func ReadLog(ctx context.Context, rc *reconcile.Reconciler, path string, stdin io.Reader, other webhook.Other) (webhook.Counts, error) {
-	f, err := logfile.OpenContext(ctx, path, stdin)
-	if err != nil {
-		return webhook.Counts{}, err
-	}
-	defer f.Close() // read only: its close error says nothing
-	r := webhook.NewReader(f)
-	r.SetOther(other)
-	if err := rc.Read(ctx, path, webhook.Statuses(r)); err != nil {
-		if ctx.Err() == nil {
-			err = fmt.Errorf("webhook log %s: %w", path, err)
-		}
-		return webhook.Counts{}, err // r may still be in use: no counts
-	}
-	return r.Counts(), nil
 }

@@ -1,7 +1,8 @@
-package cli
+package inbound
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -28,11 +29,11 @@ type hearer struct {
 	mu   sync.Mutex
 	pend []optout.Heard
 	err  error
-	sum  heardSummary
+	sum  HeardSummary
 }
 
-// heardSummary is what a hearer applied.
-type heardSummary struct {
+// HeardSummary is what was applied of what recipients said back.
+type HeardSummary struct {
 	Replies  int64 `json:"replies"`          // replies and taps read
 	Recorded int64 `json:"replies_recorded"` // rows that took their first reply
 	Stops    int64 `json:"opt_outs"`         // stops read (keywords, opt-out taps, preference stops)
@@ -41,6 +42,8 @@ type heardSummary struct {
 	Lifted   int64 `json:"opt_outs_lifted"`  // opt-outs they lifted
 }
 
+// newHearer hears into led (nil: none) and, when st is not nil, records
+// replies on st's rows.
 func newHearer(ctx context.Context, led *ledger.Ledger, st *store.Store) *hearer {
 	h := &hearer{ctx: ctx, led: led}
 	if st != nil {
@@ -66,7 +69,7 @@ func (h *hearer) hear(x optout.Heard) {
 }
 
 // Flush applies what waits and returns the first error met.
-func (h *hearer) Flush() (heardSummary, error) {
+func (h *hearer) Flush() (HeardSummary, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.err == nil {
@@ -94,7 +97,7 @@ func (h *hearer) apply() error {
 	for _, x := range pend {
 		if x.Reply {
 			h.sum.Replies++
-			replies = append(replies, campaign.Reply{Phone: x.Phone, MessageID: x.MessageID, At: x.At, Text: x.Text})
+			replies = append(replies, replyOf(x))
 		}
 		switch x.Action {
 		case optout.StopAll, optout.StopMarketing:
@@ -131,11 +134,30 @@ func (h *hearer) apply() error {
 	return nil
 }
 
-func (s *heardSummary) add(o heardSummary) {
+// replyOf is the reply a row records of x.
+func replyOf(x optout.Heard) campaign.Reply {
+	return campaign.Reply{Phone: x.Phone, MessageID: x.MessageID, At: x.At, Text: x.Text}
+}
+
+func (s *HeardSummary) add(o HeardSummary) {
 	s.Replies += o.Replies
 	s.Recorded += o.Recorded
 	s.Stops += o.Stops
 	s.Added += o.Added
 	s.Lifts += o.Lifts
 	s.Lifted += o.Lifted
+}
+
+// Lines say what recipients said back, none when they said nothing;
+// kept: an operator ledger kept the opt-outs.
+func (s HeardSummary) Lines(kept bool) []string {
+	if s == (HeardSummary{}) {
+		return nil
+	}
+	lines := []string{fmt.Sprintf("%d replies (%d rows took their first), %d opt-outs (%d new), %d opt-ins (%d lifted)",
+		s.Replies, s.Recorded, s.Stops, s.Added, s.Lifts, s.Lifted)}
+	if !kept && s.Stops+s.Lifts > 0 {
+		lines = append(lines, "no operator ledger: those opt-outs were not kept")
+	}
+	return lines
 }

@@ -1,9 +1,10 @@
-package cli
+package inbound
 
 import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"sync"
@@ -13,11 +14,7 @@ import (
 	"github.com/bulksend/bulksend/internal/ledger"
 	"github.com/bulksend/bulksend/internal/optout"
 	"github.com/bulksend/bulksend/internal/reconcile"
-	smschannel "github.com/bulksend/bulksend/internal/sms/channel"
-	"github.com/bulksend/bulksend/internal/sms/smsevent"
 	"github.com/bulksend/bulksend/internal/store"
-	wachannel "github.com/bulksend/bulksend/internal/whatsapp/channel"
-	"github.com/bulksend/bulksend/internal/whatsapp/webhook"
 )
 
 // replyWindow is how long after its last run a campaign still takes the
@@ -39,7 +36,21 @@ const (
 // the ledger's campaigns again.
 const refreshEvery = 5 * time.Second
 
-// liveApplier applies what a receiver keeps while campaigns run: statuses
+// LiveConfig is what an Applier applies to, and how it reads.
+type LiveConfig struct {
+	Log *slog.Logger
+	// Ledger is where campaigns' checkpoints are found and opt-outs go;
+	// nil: campaigns only from Checkpoints, opt-outs counted only.
+	Ledger   *ledger.Ledger
+	Keywords optout.Keywords // the stop and start words
+	// Channels read the bodies kept, each body by the first that owns it.
+	Channels []Channel
+	// Checkpoints are campaigns' checkpoints named by the operator,
+	// besides those the ledger knows.
+	Checkpoints []string
+}
+
+// Applier applies what a receiver keeps while campaigns run: statuses
 // to the checkpoints of the campaigns they name (their row tags), replies
 // to the rows they answer, stops and lifts to the ledger's opt-outs. The
 // log the receiver kept stays the source of truth: whatever this misses
@@ -48,17 +59,15 @@ const refreshEvery = 5 * time.Second
 //
 // It opens checkpoints live (store.OpenLive): it takes no lock, so a run
 // goes on sending while its statuses come in.
-type liveApplier struct {
-	log      *slog.Logger
-	led      *ledger.Ledger // nil: campaigns only from --apply, opt-outs counted only
-	keywords optout.Keywords
+type Applier struct {
+	cfg LiveConfig
 
 	mu        sync.Mutex
-	named     map[string]string // campaign ID → checkpoint, from --apply
+	named     map[string]string // campaign ID → checkpoint, from cfg.Checkpoints
 	known     map[string]ledger.Campaign
 	refreshed time.Time
 	open      map[string]*store.Store // by checkpoint path
-	stats     liveStats
+	stats     LiveStats
 	later     []laterStatus // statuses to try again (see retryEvery)
 	laterRe   []laterReply  // replies to try again
 	stop      chan struct{}
@@ -77,31 +86,35 @@ type laterStatus struct {
 	s     reconcile.Status
 }
 
-// liveStats are what live apply did, printed when receive stops.
-type liveStats struct {
+// LiveStats are what live apply did.
+type LiveStats struct {
 	Statuses  int64        `json:"statuses"`            // statuses read from kept bodies
 	Applied   int64        `json:"applied"`             // of those, the ones that changed their row
 	Unplaced  int64        `json:"unplaced"`            // statuses of a campaign not found (reconcile the log)
 	Campaigns int          `json:"campaigns"`           // checkpoints written to
-	Heard     heardSummary `json:"heard"`               // replies and opt-outs
+	Heard     HeardSummary `json:"heard"`               // replies and opt-outs
 	Failed    int64        `json:"failed_applications"` // batches that could not be applied (logged)
 }
 
-// newLiveApplier starts an applier; apply are checkpoints named by
-// --apply (CSV files or checkpoints).
-func newLiveApplier(ctx context.Context, log *slog.Logger, led *ledger.Ledger, k optout.Keywords, apply []string) (*liveApplier, error) {
-	a := &liveApplier{log: log, led: led, keywords: k, named: map[string]string{}, known: map[string]ledger.Campaign{}, open: map[string]*store.Store{},
+// OpenError is a checkpoint named to apply to that could not be opened.
+type OpenError struct {
+	Checkpoint string
+	Err        error
+}
+
+func (e *OpenError) Error() string { return fmt.Sprintf("checkpoint %s: %v", e.Checkpoint, e.Err) }
+func (e *OpenError) Unwrap() error { return e.Err }
+
+// NewApplier starts an applier; Close stops it.
+func NewApplier(ctx context.Context, cfg LiveConfig) (*Applier, error) {
+	a := &Applier{cfg: cfg, named: map[string]string{}, known: map[string]ledger.Campaign{}, open: map[string]*store.Store{},
 		stop: make(chan struct{}), done: make(chan struct{})}
 	go a.retry()
-	for _, name := range apply {
-		db, err := dbPath(name)
-		if err != nil {
-			return nil, err
-		}
+	for _, db := range cfg.Checkpoints {
 		st, err := store.OpenLive(db)
 		if err != nil {
 			a.Close()
-			return nil, usagef("name a campaign's CSV or checkpoint that a run made", "--apply %s: %w", esc(name), err)
+			return nil, &OpenError{Checkpoint: db, Err: err}
 		}
 		s, err := st.Settings(ctx)
 		if err != nil {
@@ -116,7 +129,7 @@ func newLiveApplier(ctx context.Context, log *slog.Logger, led *ledger.Ledger, k
 }
 
 // retry tries the statuses waiting again, every retryEvery, until Close.
-func (a *liveApplier) retry() {
+func (a *Applier) retry() {
 	defer close(a.done)
 	t := time.NewTicker(retryEvery)
 	defer t.Stop()
@@ -131,7 +144,7 @@ func (a *liveApplier) retry() {
 }
 
 // Close stops retrying and closes the checkpoints it opened.
-func (a *liveApplier) Close() error {
+func (a *Applier) Close() error {
 	select {
 	case <-a.stop:
 	default:
@@ -149,7 +162,7 @@ func (a *liveApplier) Close() error {
 }
 
 // Stats returns what it did so far.
-func (a *liveApplier) Stats() liveStats {
+func (a *Applier) Stats() LiveStats {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	s := a.stats
@@ -159,7 +172,7 @@ func (a *liveApplier) Stats() liveStats {
 
 // Kept is the receiver's OnKept: it applies bodies just kept. A failure is
 // logged and counted: the bodies are in the log, for reconcile.
-func (a *liveApplier) Kept(bodies [][]byte) {
+func (a *Applier) Kept(bodies [][]byte) {
 	ctx := context.Background()
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -168,23 +181,22 @@ func (a *liveApplier) Kept(bodies [][]byte) {
 	}
 	if err := a.apply(ctx, bodies); err != nil {
 		a.stats.Failed++
-		a.log.Warn("live apply failed: the bodies are kept; reconcile the log to apply them", "bodies", len(bodies), "err", err)
+		a.cfg.Log.Warn("live apply failed: the bodies are kept; reconcile the log to apply them", "bodies", len(bodies), "err", err)
 	}
 }
 
-func (a *liveApplier) apply(ctx context.Context, bodies [][]byte) error {
-	var wa, sms bytes.Buffer
+func (a *Applier) apply(ctx context.Context, bodies [][]byte) error {
+	byChannel := make([]bytes.Buffer, len(a.cfg.Channels))
 	for _, b := range bodies {
-		// A WhatsApp body names its object; an AWS event or SNS
-		// notification does not.
-		buf := &sms
-		if bytes.Contains(b, []byte(`"whatsapp_business_account"`)) {
-			buf = &wa
+		i := owner(a.cfg.Channels, b)
+		if i < 0 {
+			continue // no channel's: a reconcile of the log says what it is
 		}
+		buf := &byChannel[i]
 		buf.Write(b)
 		buf.WriteByte('\n')
 	}
-	h := newHearer(ctx, a.led, nil)
+	h := newHearer(ctx, a.cfg.Ledger, nil)
 	var replies []optout.Heard
 	hear := func(x optout.Heard) {
 		h.hear(x)
@@ -206,17 +218,11 @@ func (a *liveApplier) apply(ctx context.Context, bodies [][]byte) error {
 		byCampaign[id] = append(byCampaign[id], l.s)
 	}
 	a.later = a.later[:0]
-	if wa.Len() > 0 {
-		r := webhook.NewReader(&wa)
-		r.SetOther(wachannel.Hearing(a.keywords, hear))
-		if err := collect(webhook.Statuses(r), byCampaign, &a.stats); err != nil {
-			return err
+	for i := range byChannel {
+		if byChannel[i].Len() == 0 {
+			continue
 		}
-	}
-	if sms.Len() > 0 {
-		r := smsevent.NewReader(&sms)
-		r.SetInbound(smschannel.Hearing(a.keywords, hear))
-		if err := collect(smsevent.Statuses(r), byCampaign, &a.stats); err != nil {
+		if err := collect(a.cfg.Channels[i].Statuses(&byChannel[i], a.cfg.Keywords, hear), byCampaign, &a.stats); err != nil {
 			return err
 		}
 	}
@@ -265,7 +271,7 @@ func (a *liveApplier) apply(ctx context.Context, bodies [][]byte) error {
 // collect reads src's statuses into byCampaign, by the campaign their row
 // tag names; those without one are left to reconcile (found by message ID
 // in one campaign's checkpoint, they need no live answer).
-func collect(src reconcile.Source, byCampaign map[string][]reconcile.Status, st *liveStats) error {
+func collect(src reconcile.Source, byCampaign map[string][]reconcile.Status, st *LiveStats) error {
 	for {
 		s, err := src.Next()
 		if errors.Is(err, io.EOF) {
@@ -283,16 +289,16 @@ func collect(src reconcile.Source, byCampaign map[string][]reconcile.Status, st 
 	}
 }
 
-// checkpoint is the open checkpoint of campaign id: named by --apply, else
-// found in the ledger's campaigns (read again when id is not there, at most
-// every refreshEvery); nil when it is nowhere.
-func (a *liveApplier) checkpoint(ctx context.Context, id string) (*store.Store, error) {
+// checkpoint is the open checkpoint of campaign id: named in the config,
+// else found in the ledger's campaigns (read again when id is not there,
+// at most every refreshEvery); nil when it is nowhere.
+func (a *Applier) checkpoint(ctx context.Context, id string) (*store.Store, error) {
 	path, ok := a.named[id]
 	if !ok {
 		c, found := a.known[id]
-		if !found && a.led != nil && time.Since(a.refreshed) >= refreshEvery {
+		if !found && a.cfg.Ledger != nil && time.Since(a.refreshed) >= refreshEvery {
 			a.refreshed = time.Now()
-			cs, err := a.led.Campaigns(ctx)
+			cs, err := a.cfg.Ledger.Campaigns(ctx)
 			if err != nil {
 				return nil, err
 			}
@@ -312,7 +318,7 @@ func (a *liveApplier) checkpoint(ctx context.Context, id string) (*store.Store, 
 	st, err := store.OpenLive(path)
 	if err != nil {
 		// Moved or deleted since: its statuses wait in the log.
-		a.log.Warn("live apply: the campaign's checkpoint cannot be opened", "campaign", id, "checkpoint", path, "err", err)
+		a.cfg.Log.Warn("live apply: the campaign's checkpoint cannot be opened", "campaign", id, "checkpoint", path, "err", err)
 		delete(a.known, id)
 		return nil, nil
 	}
@@ -324,7 +330,7 @@ func (a *liveApplier) checkpoint(ctx context.Context, id string) (*store.Store, 
 // checkpoints open and those the ledger knows ran in the last
 // replyWindow: a reply names no campaign, only at most the message it
 // answers.
-func (a *liveApplier) recordReplies(ctx context.Context, heard []optout.Heard) error {
+func (a *Applier) recordReplies(ctx context.Context, heard []optout.Heard) error {
 	now := time.Now()
 	var replies []campaign.Reply
 	var since []time.Time
@@ -335,14 +341,14 @@ func (a *liveApplier) recordReplies(ctx context.Context, heard []optout.Heard) e
 	}
 	a.laterRe = a.laterRe[:0]
 	for _, x := range heard {
-		replies = append(replies, campaign.Reply{Phone: x.Phone, MessageID: x.MessageID, At: x.At, Text: x.Text})
+		replies = append(replies, replyOf(x))
 		since = append(since, now)
 	}
 	if len(replies) == 0 {
 		return nil
 	}
-	if a.led != nil {
-		cs, err := a.led.Campaigns(ctx)
+	if a.cfg.Ledger != nil {
+		cs, err := a.cfg.Ledger.Campaigns(ctx)
 		if err != nil {
 			return err
 		}
