@@ -12,7 +12,7 @@ func dbPath(csvPath string) (string, error) {
 	db, err := run.CheckpointOf(csvPath)
 	var beside *run.BesideLinkError
 	if errors.As(err, &beside) {
-		return "", &usageError{err: err, hint: fmt.Sprintf("move it beside the CSV (mv %q %q), or point --db at it", beside.Checkpoint, beside.Want)}
+		return "", &usageError{Err: err, Hint: fmt.Sprintf("move it beside the CSV (mv %q %q), or point --db at it", beside.Checkpoint, beside.Want)}
 	}
 	return db, err
 }

@@ -1,7 +1,9 @@
 // Package cli is bulksend's command line: one file per command, each an
-// options struct and a runX function. It is the only package that prints
-// errors or chooses an exit code; the map from error to exit code is
-// exitCode below, and README.md documents it.
+// options struct and a runX function; the commands that stand apart from
+// a campaign run (sandbox, optouts) have packages of their own below it,
+// and what every command shares is cmdutil. It alone prints errors or
+// chooses an exit code; the map from error to exit code is exitCode
+// below, and README.md documents it.
 package cli
 
 import (
@@ -11,17 +13,19 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"os/signal"
 	"regexp"
 	"runtime/pprof"
 	"strings"
-	"sync"
 	"syscall"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/bulksend/bulksend/internal/budget"
+	"github.com/bulksend/bulksend/internal/campaign"
+	"github.com/bulksend/bulksend/internal/cli/cmdutil"
+	"github.com/bulksend/bulksend/internal/cli/optoutscmd"
+	"github.com/bulksend/bulksend/internal/cli/sandboxcmd"
 	"github.com/bulksend/bulksend/internal/csvin"
 	"github.com/bulksend/bulksend/internal/engine"
 	"github.com/bulksend/bulksend/internal/redact"
@@ -31,13 +35,13 @@ import (
 	"github.com/bulksend/bulksend/internal/whatsapp/template"
 )
 
-// Exit codes: part of the product, cron jobs read them.
+// Exit codes: part of the product, cron jobs read them (see cmdutil).
 const (
-	ExitOK         = 0 // finished: no row pending, sending or in doubt
-	ExitFatal      = 1 // auth, template or account error; I/O
-	ExitUsage      = 2 // usage or bad input
-	ExitUnfinished = 3 // run again later: interrupted, retries later, rows in doubt, unreachable
-	ExitLocked     = 4 // another run holds this checkpoint
+	ExitOK         = cmdutil.ExitOK
+	ExitFatal      = cmdutil.ExitFatal
+	ExitUsage      = cmdutil.ExitUsage
+	ExitUnfinished = cmdutil.ExitUnfinished
+	ExitLocked     = cmdutil.ExitLocked
 )
 
 const exitCodesHelp = `Exit status:
@@ -51,21 +55,19 @@ const exitCodesHelp = `Exit status:
      --budget server unreachable
   4  another bulksend holds this checkpoint (harmless from cron)`
 
-// IO is where a command reads and writes. stdout is data; everything
-// else goes to stderr.
-type IO struct {
-	In     io.Reader
-	Out    io.Writer
-	Err    io.Writer
-	Getenv func(string) string
-	// Abort ends the process at once on a second interrupt.
-	Abort func(code int)
-}
+// The shared pieces of every command, by the names the commands of this
+// package use.
+type (
+	IO             = cmdutil.IO
+	usageError     = cmdutil.UsageError
+	interruptWords = cmdutil.Interrupt
+)
 
-func (s *IO) isTerminal() bool {
-	f, ok := s.Err.(*os.File)
-	return ok && isTerminal(f)
-}
+var (
+	usagef        = cmdutil.Usagef
+	noArgs        = cmdutil.NoArgs
+	signalContext = cmdutil.SignalContext
+)
 
 // Main runs bulksend with args and returns the exit code.
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -131,27 +133,6 @@ func errorText(err error) string {
 	return termtext.Escape(msg[:i]) + escaped.Error() + termtext.Escape(msg[i+len(list):])
 }
 
-// usageError is a wrong flag, argument or input file: exit 2.
-type usageError struct {
-	err  error
-	hint string
-}
-
-func (e *usageError) Error() string { return e.err.Error() }
-func (e *usageError) Unwrap() error { return e.err }
-
-func usagef(hint, format string, args ...any) error {
-	return &usageError{err: fmt.Errorf(format, args...), hint: hint}
-}
-
-// noArgs refuses arguments to a command that takes none: a usage error.
-func noArgs(cmd *cobra.Command, args []string) error {
-	if len(args) > 0 {
-		return usagef("see '"+cmd.CommandPath()+" --help'", "%s takes no arguments, got %q", cmd.Name(), args[0])
-	}
-	return nil
-}
-
 // unfinishedError ends a run that has more to do later: exit 3. The
 // summary has been printed already.
 type unfinishedError struct{ reason, hint string }
@@ -171,7 +152,7 @@ func exitCode(err error) (int, string) {
 	case errors.As(err, &unfinished):
 		return ExitUnfinished, unfinished.hint
 	case errors.As(err, &usage):
-		return ExitUsage, usage.hint
+		return ExitUsage, usage.Hint
 	case errors.As(err, &locked):
 		return ExitLocked, "wait for that run to finish; a crashed run releases the lock by itself"
 	case errors.As(err, &fatal):
@@ -269,12 +250,12 @@ crash, a Ctrl-C or an API outage never sends a message twice or skips one.
 	root.SetOut(ios.Out)
 	root.SetErr(ios.Err)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return &usageError{err: err, hint: "see '" + c.CommandPath() + " --help'"}
+		return &usageError{Err: err, Hint: "see '" + c.CommandPath() + " --help'"}
 	})
 	root.PersistentFlags().StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	root.PersistentFlags().StringVar(&logFormat, "log-format", "text", "log format: text or json")
 	logger := func() (*slog.Logger, error) { return newLogger(ios.Err, logLevel, logFormat) }
-	root.AddCommand(newRunCmd(ios, logger), newStatusCmd(ios), newExportCmd(ios), newReconcileCmd(ios, logger), newSandboxCmd(ios, logger), newReportCmd(ios), newReceiveCmd(ios, logger), newOptoutsCmd(ios), newVersionCmd(ios))
+	root.AddCommand(newRunCmd(ios, logger), newStatusCmd(ios), newExportCmd(ios), newReconcileCmd(ios, logger), sandboxcmd.New(ios, logger), newReportCmd(ios), newReceiveCmd(ios, logger), optoutscmd.New(ios, func(c campaign.Channel) bool { return channels[c] != nil }), newVersionCmd(ios))
 	// --version prints what 'bulksend version' prints, on stdout (cobra's
 	// own --version would print on root's output: stderr, with the help).
 	var showVersion bool
@@ -309,58 +290,22 @@ func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
 	return nil, usagef("", "invalid --log-format %q: want text or json", format)
 }
 
-// interruptWords are what a command says when the first interrupt stops
-// it and when a second aborts it.
-type interruptWords struct{ stopping, aborted string }
-
+// What each command says when interrupted once, and twice.
 var (
 	runInterrupt = interruptWords{
-		"stopping: no new sends, waiting for requests in flight (interrupt again to abort)",
-		"aborted: rows in flight stay in doubt until the next run",
+		Stopping: "stopping: no new sends, waiting for requests in flight (interrupt again to abort)",
+		Aborted:  "aborted: rows in flight stay in doubt until the next run",
 	}
 	reconcileInterrupt = interruptWords{
-		"stopping: what was applied stays; the rest is not read (interrupt again to abort)",
-		"aborted: what was applied stays; run the same command again to finish",
+		Stopping: "stopping: what was applied stays; the rest is not read (interrupt again to abort)",
+		Aborted:  "aborted: what was applied stays; run the same command again to finish",
 	}
-	sandboxInterrupt = interruptWords{"stopping the sandbox (interrupt again to abort)", "aborted"}
-	receiveInterrupt = interruptWords{"stopping: no new webhooks; the kept ones are synced (interrupt again to abort)", "aborted: what was answered 200 is on disk"}
-	watchInterrupt   = interruptWords{"stopped watching", "aborted"}
+	receiveInterrupt = interruptWords{
+		Stopping: "stopping: no new webhooks; the kept ones are synced (interrupt again to abort)",
+		Aborted:  "aborted: what was answered 200 is on disk",
+	}
+	watchInterrupt = interruptWords{Stopping: "stopped watching", Aborted: "aborted"}
 )
-
-// signalContext returns a context cancelled by the first interrupt (or
-// when parent is done); a second interrupt ends the process at once with
-// exit 3 (for run: rows in flight stay sending and the next run treats
-// them as in doubt). stop releases the signal handler; it may be called
-// more than once.
-func signalContext(parent context.Context, ios *IO, log *slog.Logger, words interruptWords) (ctx context.Context, stop func()) {
-	ctx, cancel := context.WithCancel(parent)
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() {
-		select {
-		case <-done:
-			return
-		case s := <-sigs:
-			log.Warn(words.stopping, "signal", s.String())
-			cancel()
-		}
-		select {
-		case <-done:
-		case <-sigs:
-			fmt.Fprintln(ios.Err, "bulksend: "+words.aborted)
-			ios.Abort(ExitUnfinished)
-		}
-	}()
-	var once sync.Once
-	return ctx, func() {
-		once.Do(func() {
-			close(done)
-			signal.Stop(sigs)
-			cancel()
-		})
-	}
-}
 
 // settingRef is a setting a package below the command line names in a
 // hint, a template problem or a log message, {from}: they say what is

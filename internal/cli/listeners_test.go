@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bulksend/bulksend/internal/cli/sandboxcmd"
 	"github.com/bulksend/bulksend/internal/listen"
 	"github.com/bulksend/bulksend/internal/listen/listentest"
 	"github.com/bulksend/bulksend/internal/metrics"
@@ -65,15 +66,15 @@ func TestSandboxListener(t *testing.T) {
 // and the standalone one's defaults.
 func TestSandboxLimitsOutlastHeldAnswers(t *testing.T) {
 	standalone := func() (*sandbox.Server, *smssandbox.Server) {
-		o := &sandboxOptions{cfg: wachannel.DemoSandbox()}
-		cmd := newSandboxCmd(&IO{In: strings.NewReader(""), Out: io.Discard, Err: io.Discard}, nil)
+		cfg := wachannel.DemoSandbox()
+		cmd := sandboxcmd.New(&IO{In: strings.NewReader(""), Out: io.Discard, Err: io.Discard}, nil)
 		// The flags' defaults, as 'bulksend sandbox' starts with none.
 		f := cmd.Flags()
-		o.cfg.LateDelay, _ = f.GetDuration("late-delay")
-		o.cfg.Latency, _ = f.GetDuration("latency")
-		o.cfg.Jitter, _ = f.GetDuration("jitter")
-		sc := smssandbox.Config{Latency: o.cfg.Latency, Jitter: o.cfg.Jitter, LateDelay: o.cfg.LateDelay}
-		return sandbox.New(o.cfg), smssandbox.New(sc)
+		cfg.LateDelay, _ = f.GetDuration("late-delay")
+		cfg.Latency, _ = f.GetDuration("latency")
+		cfg.Jitter, _ = f.GetDuration("jitter")
+		sc := smssandbox.Config{Latency: cfg.Latency, Jitter: cfg.Jitter, LateDelay: cfg.LateDelay}
+		return sandbox.New(cfg), smssandbox.New(sc)
 	}
 	for _, tc := range []struct {
 		name string

@@ -387,7 +387,7 @@ func TestErrorText(t *testing.T) {
 		{"a template's problems keep their lines", fmt.Errorf("the CSV does not fit the template: %w", template.Problems{"column \x1b[31m: no place", "body {{2}} has\nno column"}),
 			"the CSV does not fit the template: 2 problems:\n  - column \\x1b[31m: no place\n  - body {{2}} has\\nno column"},
 		{"one problem is one line", fmt.Errorf("does not fit: %w", template.Problems{"a\nb"}), `does not fit: a\nb`},
-		{"after the problems", &usageError{err: fmt.Errorf("x: %w; \x1b[2J", template.Problems{"a", "b"})},
+		{"after the problems", &usageError{Err: fmt.Errorf("x: %w; \x1b[2J", template.Problems{"a", "b"})},
 			"x: 2 problems:\n  - a\n  - b; \\x1b[2J"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

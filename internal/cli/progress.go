@@ -31,7 +31,7 @@ func startProgress(ios *IO, eng *engine.Engine, start campaign.Counts, interval 
 	total := start.Pending // rows in doubt are not sent (unless --in-doubt resend made them pending)
 	var bar *progressbar.ProgressBar
 	tick := interval
-	if ios.isTerminal() {
+	if ios.IsTerminal() {
 		bar = progressbar.NewOptions64(total,
 			progressbar.OptionSetWriter(ios.Err), // progressbar defaults to stdout, which is data
 			progressbar.OptionSetDescription("sending"),

@@ -1,7 +1,8 @@
 package cli
 
 import (
-	"context"
+	"io"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -46,9 +47,19 @@ func TestLedgerScope(t *testing.T) {
 
 // TestOptoutsChannel: optouts add takes the registry's channels or none.
 func TestOptoutsChannel(t *testing.T) {
-	o := &optoutsOptions{channel: "email"}
-	err := o.addPhones(context.Background(), &IO{}, nil, strings.NewReader("+12015550101"), "the command line")
-	if err == nil || !strings.Contains(err.Error(), `--channel "email": whatsapp or sms`) {
-		t.Fatalf("addPhones with --channel email: %v", err)
+	for _, tc := range []struct {
+		channel string
+		code    int
+	}{{"email", ExitUsage}, {"sms", ExitOK}, {"whatsapp", ExitOK}} {
+		var stderr strings.Builder
+		ios := &IO{In: strings.NewReader(""), Out: io.Discard, Err: &stderr, Getenv: func(string) string { return "" }}
+		ledger := filepath.Join(t.TempDir(), "ledger.db")
+		code := runMain([]string{"optouts", "add", "--ledger", ledger, "--channel", tc.channel, "+12015550101"}, ios)
+		if code != tc.code {
+			t.Errorf("--channel %s: exit %d, want %d:\n%s", tc.channel, code, tc.code, stderr.String())
+		}
+		if tc.code == ExitUsage && !strings.Contains(stderr.String(), `--channel "email": whatsapp or sms`) {
+			t.Errorf("--channel email says:\n%s", stderr.String())
+		}
 	}
 }

@@ -352,7 +352,7 @@ func (ch *channelEntry) words(o *runOptions, err error) error {
 			"--%s %q differs from this campaign's %q: it cannot change once sending started", changed.Setting,
 			strings.ReplaceAll(changed.Now, run.ListSep, each), strings.ReplaceAll(changed.Was, run.ListSep, each))
 	case errors.Is(err, run.ErrCSVChanged):
-		return &usageError{err: err, hint: "a checkpoint belongs to one list: restore the original CSV, or start a new campaign with another --db"}
+		return &usageError{Err: err, Hint: "a checkpoint belongs to one list: restore the original CSV, or start a new campaign with another --db"}
 	case errors.Is(err, run.ErrNoSender):
 		return usagef(ch.noSender, "no sender: --from is required when the CSV has no from column")
 	case errors.As(err, &noPhone) && noPhone.Likely != "":

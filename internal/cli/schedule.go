@@ -98,11 +98,11 @@ func scheduleWords(err error) error {
 	}
 	switch {
 	case errors.Is(err, run.ErrNoDailyLimit):
-		return &usageError{err: fmt.Errorf("--daily-limit auto: %w", se.Err), hint: "give --daily-limit N, or let the preflight read the numbers (drop --no-preflight)"}
+		return &usageError{Err: fmt.Errorf("--daily-limit auto: %w", se.Err), Hint: "give --daily-limit N, or let the preflight read the numbers (drop --no-preflight)"}
 	case errors.Is(err, run.ErrNoLedger):
-		return &usageError{err: fmt.Errorf("--daily-limit: %w", se.Err), hint: "pass --ledger PATH or set $BULKSEND_LEDGER"}
+		return &usageError{Err: fmt.Errorf("--daily-limit: %w", se.Err), Hint: "pass --ledger PATH or set $BULKSEND_LEDGER"}
 	}
-	return &usageError{err: fmt.Errorf("--%s: %w", se.Setting, se.Err)}
+	return &usageError{Err: fmt.Errorf("--%s: %w", se.Setting, se.Err)}
 }
 
 // waitingWords says what the pending rows wait for, for the exit-3 line.

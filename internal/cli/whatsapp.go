@@ -108,7 +108,7 @@ func whatsappWords(err error) error {
 		for i, p := range mismatch.Problems {
 			named.Problems[i] = flagNames(p)
 		}
-		return &usageError{err: named, hint: "see README \"Templates\" for the column names; nothing was sent"}
+		return &usageError{Err: named, Hint: "see README \"Templates\" for the column names; nothing was sent"}
 	case errors.As(err, &tplRead):
 		switch {
 		case errors.Is(err, whatsapp.ErrNoTemplate):

@@ -8,7 +8,6 @@ import (
 
 	"github.com/bulksend/bulksend/internal/run"
 	wachannel "github.com/bulksend/bulksend/internal/whatsapp/channel"
-	"github.com/bulksend/bulksend/internal/whatsapp/sandbox"
 	"github.com/bulksend/bulksend/internal/whatsapp/template"
 )
 
@@ -43,9 +42,6 @@ func TestWordsNameFlags(t *testing.T) {
 			`--param "a=1" differs from this campaign's "a=1 --param b=2": it cannot change once sending started`},
 		{"a setting changed", whatsappEntry.words(nil, &run.ChangedError{Setting: "template", Was: "welcome", Now: "other"}),
 			`--template "other" differs from this campaign's "welcome": it cannot change once sending started`},
-		{"a sandbox rate", sandboxWords(sandbox.Config{ReadRate: 1.5}.Validate()), "invalid --read-rate 1.5: want a fraction from 0 to 1"},
-		{"a sandbox number", sandboxWords((&sandbox.Config{}).Apply(sandbox.Specs{Numbers: []string{"1:colour=red"}})), `invalid --number "1:colour=red": unknown key "colour"`},
-		{"a sandbox number rate", sandboxWords((&sandbox.Config{}).Apply(sandbox.Specs{NumberRates: []string{"1=fast"}})), `invalid --number-rate "1=fast"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var usage *usageError

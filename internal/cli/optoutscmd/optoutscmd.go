@@ -1,4 +1,7 @@
-package cli
+// Package optoutscmd is bulksend optouts: the opt-outs every campaign
+// honours, kept in the operator ledger, listed, added, removed, imported
+// and exported by hand.
+package optoutscmd
 
 import (
 	"bufio"
@@ -16,6 +19,7 @@ import (
 
 	"github.com/bulksend/bulksend/internal/atomicfile"
 	"github.com/bulksend/bulksend/internal/campaign"
+	"github.com/bulksend/bulksend/internal/cli/cmdutil"
 	"github.com/bulksend/bulksend/internal/csvin"
 	"github.com/bulksend/bulksend/internal/csvout"
 	"github.com/bulksend/bulksend/internal/ledger"
@@ -30,10 +34,14 @@ type optoutsOptions struct {
 	out     string
 	json    bool
 	raw     bool
+	// isChannel says whether --channel names a channel bulksend has.
+	isChannel func(campaign.Channel) bool
 }
 
-func newOptoutsCmd(ios *IO) *cobra.Command {
-	o := &optoutsOptions{}
+// New is the optouts command; isChannel is the channel registry's word
+// on --channel.
+func New(ios *cmdutil.IO, isChannel func(campaign.Channel) bool) *cobra.Command {
+	o := &optoutsOptions{isChannel: isChannel}
 	cmd := &cobra.Command{
 		Use:   "optouts list|add|remove|import|export",
 		Short: "Keep the opt-outs every campaign honours, in the operator ledger",
@@ -67,7 +75,7 @@ came from and when; the first opt-out of a phone is kept.
 		cmd.AddCommand(c)
 		return c
 	}
-	list := add("list [--json]", "List the opt-outs", noArgs, func(ctx context.Context, l *ledger.Ledger, _ []string) error {
+	list := add("list [--json]", "List the opt-outs", cmdutil.NoArgs, func(ctx context.Context, l *ledger.Ledger, _ []string) error {
 		return o.list(ctx, ios, l)
 	})
 	list.Flags().BoolVar(&o.json, "json", false, "one JSON object per opt-out")
@@ -78,7 +86,7 @@ came from and when; the first opt-out of a phone is kept.
 		add("import FILE", "Add the opt-outs of a file: one phone per line, or a CSV with a phone column", cobra.ExactArgs(1), func(ctx context.Context, l *ledger.Ledger, args []string) error {
 			f, err := os.Open(args[0])
 			if err != nil {
-				return usagef("", "opt-outs file: %w", err)
+				return cmdutil.Usagef("", "opt-outs file: %w", err)
 			}
 			defer f.Close()
 			return o.addPhones(ctx, ios, l, bufio.NewReader(f), args[0])
@@ -90,7 +98,7 @@ came from and when; the first opt-out of a phone is kept.
 	add("remove PHONE…", "Remove opt-outs: the recipients opted back in", cobra.MinimumNArgs(1), func(ctx context.Context, l *ledger.Ledger, args []string) error {
 		return o.remove(ctx, ios, l, args)
 	})
-	export := add("export [-o FILE]", "Write the opt-outs as CSV: phone, channel, source, at", noArgs, func(ctx context.Context, l *ledger.Ledger, _ []string) error {
+	export := add("export [-o FILE]", "Write the opt-outs as CSV: phone, channel, source, at", cmdutil.NoArgs, func(ctx context.Context, l *ledger.Ledger, _ []string) error {
 		return o.export(ctx, ios, l)
 	})
 	export.Flags().StringVarP(&o.out, "output", "o", "", "write to FILE (mode 0600) instead of stdout")
@@ -103,12 +111,12 @@ func (o *optoutsOptions) open(ctx context.Context) (*ledger.Ledger, error) {
 	if path == "" {
 		var err error
 		if path, err = ledger.DefaultPath(); err != nil {
-			return nil, usagef("pass --ledger PATH or set $BULKSEND_LEDGER", "operator ledger: %w", err)
+			return nil, cmdutil.Usagef("pass --ledger PATH or set $BULKSEND_LEDGER", "operator ledger: %w", err)
 		}
 	}
 	l, err := ledger.Open(ctx, path)
 	if err != nil {
-		return nil, usagef("", "operator ledger: %w", err)
+		return nil, cmdutil.Usagef("", "operator ledger: %w", err)
 	}
 	return l, nil
 }
@@ -124,15 +132,15 @@ func (o *optoutsOptions) phones(r io.Reader, from string) ([]string, error) {
 			return out, nil
 		}
 		if err != nil {
-			return nil, usagef("write phones in E.164 (+447911123456), or give --default-region", "%s: %w", from, err)
+			return nil, cmdutil.Usagef("write phones in E.164 (+447911123456), or give --default-region", "%s: %w", from, err)
 		}
 		out = append(out, p)
 	}
 }
 
-func (o *optoutsOptions) addPhones(ctx context.Context, ios *IO, l *ledger.Ledger, r io.Reader, from string) error {
-	if _, ok := channels[campaign.Channel(o.channel)]; !ok && o.channel != "" {
-		return usagef("", "--channel %q: whatsapp or sms", o.channel)
+func (o *optoutsOptions) addPhones(ctx context.Context, ios *cmdutil.IO, l *ledger.Ledger, r io.Reader, from string) error {
+	if o.channel != "" && !o.isChannel(campaign.Channel(o.channel)) {
+		return cmdutil.Usagef("", "--channel %q: whatsapp or sms", o.channel)
 	}
 	phones, err := o.phones(r, from)
 	if err != nil {
@@ -154,11 +162,11 @@ func (o *optoutsOptions) addPhones(ctx context.Context, ios *IO, l *ledger.Ledge
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(ios.Err, "bulksend: %d opt-outs added, %d already known (%s)\n", n, len(phones)-n, esc(l.Path()))
+	fmt.Fprintf(ios.Err, "bulksend: %d opt-outs added, %d already known (%s)\n", n, len(phones)-n, cmdutil.Esc(l.Path()))
 	return nil
 }
 
-func (o *optoutsOptions) remove(ctx context.Context, ios *IO, l *ledger.Ledger, args []string) error {
+func (o *optoutsOptions) remove(ctx context.Context, ios *cmdutil.IO, l *ledger.Ledger, args []string) error {
 	phones, err := o.phones(strings.NewReader(strings.Join(args, "\n")), "the command line")
 	if err != nil {
 		return err
@@ -172,7 +180,7 @@ func (o *optoutsOptions) remove(ctx context.Context, ios *IO, l *ledger.Ledger, 
 	return nil
 }
 
-func (o *optoutsOptions) list(ctx context.Context, ios *IO, l *ledger.Ledger) error {
+func (o *optoutsOptions) list(ctx context.Context, ios *cmdutil.IO, l *ledger.Ledger) error {
 	w := bufio.NewWriter(ios.Out)
 	enc := json.NewEncoder(w)
 	err := l.EachOptOut(ctx, func(oo ledger.OptOut) error {
@@ -186,7 +194,7 @@ func (o *optoutsOptions) list(ctx context.Context, ios *IO, l *ledger.Ledger) er
 				Sender  string    `json:"sender,omitempty"`
 			}{oo.Phone, oo.Channel, oo.Source, oo.At.UTC(), covers(oo), oo.Sender})
 		}
-		_, err := fmt.Fprintf(w, "%-16s %-8s %-9s %s  %s\n", esc(oo.Phone), esc(cmp.Or(oo.Channel, "any")), covers(oo), oo.At.UTC().Format(time.RFC3339), esc(oo.Source))
+		_, err := fmt.Fprintf(w, "%-16s %-8s %-9s %s  %s\n", cmdutil.Esc(oo.Phone), cmdutil.Esc(cmp.Or(oo.Channel, "any")), covers(oo), oo.At.UTC().Format(time.RFC3339), cmdutil.Esc(oo.Source))
 		return err
 	})
 	if err != nil {
@@ -203,7 +211,7 @@ func covers(oo ledger.OptOut) string {
 	return "all"
 }
 
-func (o *optoutsOptions) export(ctx context.Context, ios *IO, l *ledger.Ledger) error {
+func (o *optoutsOptions) export(ctx context.Context, ios *cmdutil.IO, l *ledger.Ledger) error {
 	write := func(bw *bufio.Writer) error {
 		cw := csvout.NewWriter(bw, []csvout.Column{{Name: "phone", Kind: csvout.Phone}, {Name: "channel"}, {Name: "source"}, {Name: "at"}, {Name: "covers"}, {Name: "sender"}}, o.raw)
 		if err := cw.WriteHeader(); err != nil {

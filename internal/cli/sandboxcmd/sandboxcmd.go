@@ -1,4 +1,6 @@
-package cli
+// Package sandboxcmd is bulksend sandbox: the fake WhatsApp Cloud API and
+// the fake AWS SMS API served together on one address, from flags.
+package sandboxcmd
 
 import (
 	"context"
@@ -15,6 +17,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/bulksend/bulksend/internal/cli/cmdutil"
 	"github.com/bulksend/bulksend/internal/listen"
 	"github.com/bulksend/bulksend/internal/logfile"
 	"github.com/bulksend/bulksend/internal/sms/smssandbox"
@@ -42,7 +45,11 @@ type sandboxOptions struct {
 	smsThrottled []string
 }
 
-func newSandboxCmd(ios *IO, logger func() (*slog.Logger, error)) *cobra.Command {
+// interrupted is what the sandbox says when interrupted.
+var interrupted = cmdutil.Interrupt{Stopping: "stopping the sandbox (interrupt again to abort)", Aborted: "aborted"}
+
+// New is the sandbox command.
+func New(ios *cmdutil.IO, logger func() (*slog.Logger, error)) *cobra.Command {
 	o := &sandboxOptions{cfg: wachannel.DemoSandbox()}
 	cmd := &cobra.Command{
 		Use:   "sandbox [flags]",
@@ -89,7 +96,7 @@ SMS run at it with:
   AWS_ENDPOINT_URL=http://127.0.0.1:PORT AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=x AWS_SECRET_ACCESS_KEY=x bulksend run --channel sms …
 
 GET /_sandbox/sms/stats shows its counters.`,
-		Args: noArgs,
+		Args: cmdutil.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			log, err := logger()
 			if err != nil {
@@ -163,30 +170,30 @@ GET /_sandbox/sms/stats shows its counters.`,
 	return cmd
 }
 
-func runSandbox(ios *IO, o *sandboxOptions, log *slog.Logger) (err error) {
+func runSandbox(ios *cmdutil.IO, o *sandboxOptions, log *slog.Logger) (err error) {
 	cfg := o.cfg
 	cfg.PhoneNumberIDs = o.numbers
 	cfg.Definitions = sandbox.DefaultTemplates()
 	if o.definitions != "" {
 		defs, err := sandbox.LoadDefinitions(o.definitions)
 		if err != nil {
-			return usagef("the file holds {\"data\":[…]} as GET message_templates answers, or an array of such definitions", "--templates-file: %w", err)
+			return cmdutil.Usagef("the file holds {\"data\":[…]} as GET message_templates answers, or an array of such definitions", "--templates-file: %w", err)
 		}
 		cfg.Definitions = defs
 	}
 	cfg.MMSyncing = o.mmSyncing
 	if err := cfg.Apply(sandbox.Specs{Templates: o.templates, Numbers: o.numberInfo, NumberRates: o.numberRates}); err != nil {
-		return sandboxWords(err)
+		return words(err)
 	}
 	if err := cfg.Validate(); err != nil {
-		return sandboxWords(err)
+		return words(err)
 	}
 	// 0 would be the sandbox's default: given on the command line, it is a mistake.
 	if cfg.WebhookTries < 1 {
-		return usagef("1 posts each webhook once, without retries", "invalid --webhook-tries %d: want at least 1", cfg.WebhookTries)
+		return cmdutil.Usagef("1 posts each webhook once, without retries", "invalid --webhook-tries %d: want at least 1", cfg.WebhookTries)
 	}
 	if cfg.WebhookBackoff <= 0 {
-		return usagef("e.g. --webhook-backoff 1s", "invalid --webhook-backoff %v: want a positive duration", cfg.WebhookBackoff)
+		return cmdutil.Usagef("e.g. --webhook-backoff 1s", "invalid --webhook-backoff %v: want a positive duration", cfg.WebhookBackoff)
 	}
 	var closers []func() error
 	defer func() {
@@ -203,7 +210,7 @@ func runSandbox(ios *IO, o *sandboxOptions, log *slog.Logger) (err error) {
 	open := func(path string, buffered bool) (io.Writer, error) {
 		f, err := logfile.Append(path)
 		if errors.Is(err, logfile.ErrForeign) {
-			return nil, usagef("name a file of its own, or move that one away", "%w", err)
+			return nil, cmdutil.Usagef("name a file of its own, or move that one away", "%w", err)
 		}
 		if err != nil {
 			return nil, err
@@ -232,7 +239,7 @@ func runSandbox(ios *IO, o *sandboxOptions, log *slog.Logger) (err error) {
 	}
 	l, err := net.Listen("tcp", o.listen)
 	if err != nil {
-		return usagef("", "--listen: %w", err)
+		return cmdutil.Usagef("", "--listen: %w", err)
 	}
 	if ip := l.Addr().(*net.TCPAddr).IP; !ip.IsLoopback() {
 		log.Warn("the sandbox listens beyond this machine", "addr", l.Addr().String())
@@ -255,7 +262,7 @@ func runSandbox(ios *IO, o *sandboxOptions, log *slog.Logger) (err error) {
 		sc.Events = w
 	}
 	if err := sc.Validate(); err != nil {
-		return usagef("", "SMS sandbox: %w", err)
+		return cmdutil.Usagef("", "SMS sandbox: %w", err)
 	}
 	if os.Getenv("GOMAXPROCS") == "" {
 		// A rehearsal's run shares the machine: with a thread a core each,
@@ -270,7 +277,7 @@ func runSandbox(ios *IO, o *sandboxOptions, log *slog.Logger) (err error) {
 	fmt.Fprintf(ios.Err, "bulksend: sandbox listening; point a run at it with:\n  BULKSEND_API_URL=http://%s\n", l.Addr().String())
 	fmt.Fprintf(ios.Err, "bulksend: its business account (for --waba) is %s; templates: %s\n", sandbox.DefaultWABAID, termtext.Join(sandbox.Names(cfg.Definitions), ", "))
 	fmt.Fprintf(ios.Err, "bulksend: it answers AWS End User Messaging SMS too; point an SMS run at it with:\n  AWS_ENDPOINT_URL=http://%s AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=sandbox AWS_SECRET_ACCESS_KEY=sandbox\n", l.Addr().String())
-	ctx, stop := signalContext(context.Background(), ios, log, sandboxInterrupt)
+	ctx, stop := cmdutil.SignalContext(context.Background(), ios, log, interrupted)
 	defer stop()
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve() }()
@@ -312,7 +319,7 @@ var sandboxExamples = map[string]string{
 }
 
 // sandboxWords names the flag of a sandbox setting it cannot take.
-func sandboxWords(err error) error {
+func words(err error) error {
 	var se *sandbox.SettingError
 	if !errors.As(err, &se) {
 		return err
@@ -322,7 +329,7 @@ func sandboxWords(err error) error {
 		hint = "keys: " + sandbox.NumberKeys
 	}
 	if se.Err == nil {
-		return usagef(hint, "invalid --%s %s", se.Setting, se.Value)
+		return cmdutil.Usagef(hint, "invalid --%s %s", se.Setting, se.Value)
 	}
-	return usagef(hint, "invalid --%s %s: %w", se.Setting, se.Value, se.Err)
+	return cmdutil.Usagef(hint, "invalid --%s %s: %w", se.Setting, se.Value, se.Err)
 }
