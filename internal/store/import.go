@@ -11,6 +11,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/mattn/go-sqlite3"
+
 	"github.com/bulksend/bulksend/internal/campaign"
 )
 
@@ -66,11 +68,16 @@ func (s *Store) Import(ctx context.Context, next func() (Row, error), settings f
 	}
 	defer conn.Close()
 	// Into an empty file a rollback journal has next to nothing to save,
-	// while WAL would write every page twice (WAL, then checkpoint). The
-	// temporary tables that find duplicates get a cache of their own that
-	// grows only as far as there are repeated phones: a file with 10%
-	// duplicates imports a third faster with it.
-	if _, err := conn.ExecContext(ctx, `PRAGMA journal_mode=DELETE; PRAGMA temp.cache_size=-32768`); err != nil {
+	// while WAL would write every page twice (WAL, then checkpoint). A
+	// reader that has the new file open already (a status started with
+	// the run) keeps it in WAL: the import then goes on in WAL, slower,
+	// rather than fail. The temporary tables that find duplicates get a
+	// cache of their own that grows only as far as there are repeated
+	// phones: a file with 10% duplicates imports a third faster with it.
+	if _, err := conn.ExecContext(ctx, `PRAGMA journal_mode=DELETE`); err != nil && !busy(err) {
+		return 0, fmt.Errorf("import: %w", err)
+	}
+	if _, err := conn.ExecContext(ctx, `PRAGMA temp.cache_size=-32768`); err != nil {
 		return 0, fmt.Errorf("import: %w", err)
 	}
 	defer conn.ExecContext(context.Background(), `PRAGMA journal_mode=WAL; PRAGMA temp.cache_size=-2000`)
@@ -528,4 +535,11 @@ func appendString(b []byte, s string) []byte {
 	}
 	b = append(b, s[start:]...)
 	return append(b, '"')
+}
+
+// busy reports whether err is SQLite's answer that another connection
+// holds the file.
+func busy(err error) bool {
+	var se sqlite3.Error
+	return errors.As(err, &se) && (se.Code == sqlite3.ErrBusy || se.Code == sqlite3.ErrLocked)
 }

@@ -226,3 +226,32 @@ func readsBackWhole(t *testing.T, s *Store, rows []Row) {
 		}
 	}
 }
+
+// TestImportBesideAReader: a status (or waitcount, or a report) that
+// opened the new checkpoint before the first run's import keeps it in WAL
+// mode; the import goes on in WAL rather than fail "database is locked".
+func TestImportBesideAReader(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.bulksend.db")
+	s, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	r, err := OpenRead(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if _, err := r.Counts(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	rows := []Row{{Row: 1, Line: 2, Phone: "+447700900001", Sender: "1"}, {Row: 2, Line: 3, Phone: "+447700900002", Sender: "1"}}
+	n, err := s.Import(context.Background(), rowsOf(rows...), func() Settings { return Settings{CampaignID: "c1", Template: "t", MaxAttempts: 5} })
+	if err != nil || n != 2 {
+		t.Fatalf("import beside a reader: %d rows, %v", n, err)
+	}
+	c, err := r.Counts(context.Background())
+	if err != nil || c.Pending != 2 {
+		t.Fatalf("the reader sees %+v (%v), want 2 pending", c, err)
+	}
+}
