@@ -156,7 +156,7 @@ func runReconcile(ctx context.Context, ios *IO, o *reconcileOptions, log *slog.L
 			fmt.Fprintf(ios.Err, "bulksend: reconcile: %s\n", flagNames(l))
 		}
 		fmt.Fprintf(ios.Err, "bulksend: campaign: %s\n", report.CountsLine(out.Counts))
-		for _, l := range out.Heard.Lines(out.Kept) {
+		for _, l := range out.Heard.Lines(out.Kept, out.Scope) {
 			fmt.Fprintf(ios.Err, "bulksend: reconcile: %s\n", l)
 		}
 	}

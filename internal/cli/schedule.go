@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/bulksend/bulksend/internal/inbound"
 	"github.com/bulksend/bulksend/internal/ledger"
 	"github.com/bulksend/bulksend/internal/redact"
 	"github.com/bulksend/bulksend/internal/run"
@@ -125,7 +126,7 @@ func waitingWords(out *run.Outcome) string {
 // limits apart from the real numbers' ("" for the provider).
 func (o *runOptions) ledgerScope(ios *IO, ch *channelEntry) string {
 	if o.sandbox {
-		return "sandbox"
+		return inbound.Sandbox
 	}
 	if u := ch.endpoint(o, ios); u != "" {
 		return redact.URL(u)

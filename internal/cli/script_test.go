@@ -79,12 +79,18 @@ func testClock() {
 // testSandbox makes run --sandbox's sandbox calm (no error answers,
 // no late answers) under BULKSEND_TEST_SANDBOX=calm, for scripts whose
 // run must end with nothing in doubt whatever its campaign's random ID
-// draws. Only this test binary reads it.
+// draws; =stops is calm, and every recipient replies STOP at once. Only
+// this test binary reads it.
 func testSandbox() {
-	if os.Getenv("BULKSEND_TEST_SANDBOX") == "calm" {
+	mode := os.Getenv("BULKSEND_TEST_SANDBOX")
+	if mode == "calm" || mode == "stops" {
 		wachannel.Demo = func() sandbox.Config {
 			cfg := wachannel.DemoSandbox()
 			cfg.TransientRate, cfg.PermanentRate, cfg.LateRate = 0, 0, 0
+			if mode == "stops" {
+				cfg.ReplyRate, cfg.StopRate, cfg.ButtonRate, cfg.StopPromotionsRate, cfg.PreferenceStopRate, cfg.FailRate = 1, 1, 0, 0, 0, 0
+				cfg.ReplyDelay = sandbox.Delay{Mean: 10 * time.Millisecond}
+			}
 			return cfg
 		}
 	}

@@ -149,14 +149,19 @@ func (s *HeardSummary) add(o HeardSummary) {
 }
 
 // Lines say what recipients said back, none when they said nothing;
-// kept: an operator ledger kept the opt-outs.
-func (s HeardSummary) Lines(kept bool) []string {
+// kept: an operator ledger kept the opt-outs; scope: a rehearsal's, whose
+// opt-outs are not kept.
+func (s HeardSummary) Lines(kept bool, scope string) []string {
 	if s == (HeardSummary{}) {
 		return nil
 	}
 	lines := []string{fmt.Sprintf("%d replies (%d rows took their first), %d opt-outs (%d new), %d opt-ins (%d lifted)",
 		s.Replies, s.Recorded, s.Stops, s.Added, s.Lifts, s.Lifted)}
-	if !kept && s.Stops+s.Lifts > 0 {
+	switch {
+	case kept || s.Stops+s.Lifts == 0:
+	case scope != "":
+		lines = append(lines, "a rehearsal ("+scope+"): its opt-outs are not kept in the operator ledger")
+	default:
 		lines = append(lines, "no operator ledger: those opt-outs were not kept")
 	}
 	return lines

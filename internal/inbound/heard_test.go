@@ -39,10 +39,10 @@ func TestHearerInOrder(t *testing.T) {
 	if err != nil || sum != (HeardSummary{Stops: 1}) {
 		t.Errorf("without a ledger: %+v, %v", sum, err)
 	}
-	if lines := sum.Lines(false); len(lines) != 2 || lines[1] != "no operator ledger: those opt-outs were not kept" {
+	if lines := sum.Lines(false, ""); len(lines) != 2 || lines[1] != "no operator ledger: those opt-outs were not kept" {
 		t.Errorf("lines without a ledger: %q", lines)
 	}
-	if lines := (HeardSummary{}).Lines(true); lines != nil {
+	if lines := (HeardSummary{}).Lines(true, ""); lines != nil {
 		t.Errorf("nothing heard: %q", lines)
 	}
 }

@@ -41,6 +41,10 @@ type ReconcileOptions struct {
 	ChannelOf func(stored string) Channel
 }
 
+// Sandbox is the scope (store.Settings.Scope) of a campaign run against
+// the in-process sandbox (run --sandbox).
+const Sandbox = "sandbox"
+
 // Outcome is what a reconcile did; its JSON is the summary's fields and
 // "heard".
 type Outcome struct {
@@ -48,6 +52,7 @@ type Outcome struct {
 	Heard  HeardSummary    `json:"heard"`
 	Counts campaign.Counts `json:"-"` // the campaign's rows afterwards
 	Kept   bool            `json:"-"` // an operator ledger kept the opt-outs heard
+	Scope  string          `json:"-"` // a rehearsal's (store.Settings.Scope): its opt-outs are not kept
 }
 
 // Reconcile applies provider logs to a campaign's checkpoint, which it
@@ -90,9 +95,18 @@ func Reconcile(ctx context.Context, o ReconcileOptions) (*Outcome, error) {
 	if err != nil {
 		return nil, err
 	}
-	led, err := o.Ledger(ctx)
-	if err != nil {
-		return nil, err
+	// The replies of a run --sandbox are the sandbox's inventions about
+	// the CSV's phones, often real customers': its stops are counted,
+	// never kept for the real campaigns to honour. (A run pointed at a URL
+	// may reach the provider through a proxy: its stops are kept.)
+	var led *ledger.Ledger
+	scope := ""
+	if s.Scope == Sandbox {
+		scope = s.Scope
+	} else {
+		if led, err = o.Ledger(ctx); err != nil {
+			return nil, err
+		}
 	}
 	if led != nil {
 		defer led.Close()
@@ -103,7 +117,7 @@ func Reconcile(ctx context.Context, o ReconcileOptions) (*Outcome, error) {
 			return nil, err
 		}
 	}
-	out := &Outcome{Kept: led != nil}
+	out := &Outcome{Kept: led != nil, Scope: scope}
 	if out.Heard, err = h.Flush(); err != nil {
 		return nil, err
 	}

@@ -66,6 +66,7 @@ func (c *Campaign) importCSV(ctx context.Context) (store.Settings, error) {
 	s.Params, s.PhoneColumn, s.Delimiter = rd.Params(), o.PhoneColumn, DelimiterName(rd.Delimiter())
 	s.Encoding, s.CreatedAt = rd.Encoding(), time.Now().UTC()
 	pinSchedule(&s, o.Schedule)
+	s.Scope = o.LedgerScope
 	s.SendAtColumn = rd.HasSendAt()
 	z, err := newZoner(s)
 	if err != nil {

@@ -12,7 +12,12 @@ import (
 
 // Settings are what the first run was given; later runs reuse them.
 type Settings struct {
-	CampaignID    string   `json:"campaign_id"`
+	CampaignID string `json:"campaign_id"`
+	// Scope is where the first run sent when not to the provider: a
+	// rehearsal ("sandbox", or the URL a flag pointed it at; see
+	// run.Options.LedgerScope). "" for the provider, and in checkpoints
+	// written before it was kept.
+	Scope         string   `json:"scope,omitempty"`
 	Template      string   `json:"template"`
 	Lang          string   `json:"lang"`
 	Senders       []string `json:"senders,omitempty"` // --from; empty when the CSV has a from column
