@@ -10,10 +10,10 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/bulksend/bulksend/internal/inbound"
 	"github.com/bulksend/bulksend/internal/ledger"
 	"github.com/bulksend/bulksend/internal/redact"
 	"github.com/bulksend/bulksend/internal/run"
+	"github.com/bulksend/bulksend/internal/store"
 )
 
 // now is the schedule's clock: a test moves it (never the engine's).
@@ -126,7 +126,7 @@ func waitingWords(out *run.Outcome) string {
 // limits apart from the real numbers' ("" for the provider).
 func (o *runOptions) ledgerScope(ios *IO, ch *channelEntry) string {
 	if o.sandbox {
-		return inbound.Sandbox
+		return store.SandboxScope
 	}
 	if u := ch.endpoint(o, ios); u != "" {
 		return redact.URL(u)

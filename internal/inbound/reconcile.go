@@ -41,10 +41,6 @@ type ReconcileOptions struct {
 	ChannelOf func(stored string) Channel
 }
 
-// Sandbox is the scope (store.Settings.Scope) of a campaign run against
-// the in-process sandbox (run --sandbox).
-const Sandbox = "sandbox"
-
 // Outcome is what a reconcile did; its JSON is the summary's fields and
 // "heard".
 type Outcome struct {
@@ -101,7 +97,7 @@ func Reconcile(ctx context.Context, o ReconcileOptions) (*Outcome, error) {
 	// may reach the provider through a proxy: its stops are kept.)
 	var led *ledger.Ledger
 	scope := ""
-	if s.Scope == Sandbox {
+	if s.Scope == store.SandboxScope {
 		scope = s.Scope
 	} else {
 		if led, err = o.Ledger(ctx); err != nil {

@@ -10,6 +10,10 @@ import (
 	"time"
 )
 
+// SandboxScope is Settings.Scope of a campaign whose first run went to
+// the in-process sandbox (run --sandbox).
+const SandboxScope = "sandbox"
+
 // Settings are what the first run was given; later runs reuse them.
 type Settings struct {
 	CampaignID string `json:"campaign_id"`
