@@ -110,7 +110,7 @@ func BenchmarkPacing(b *testing.B) {
 					Latency: 200 * time.Millisecond, Jitter: 20 * time.Millisecond, Accepted: acc})
 				srv := httptest.NewServer(sb)
 				client := &whatsapp.Client{BaseURL: srv.URL, Version: "v23.0", Token: "t", TemplateName: "welcome", TemplateLang: "en_US", Timeout: 10 * time.Second, HTTP: whatsapp.NewHTTPClient(256)}
-				eng := engine.New(engine.Config{Checkpoint: st, Sender: client, Senders: tc.senders, CampaignID: "bench",
+				eng := engine.New(engine.Config{Checkpoint: st, Sender: client, Senders: tc.senders, CampaignID: "bench", Standard: whatsapp.StandardThroughput,
 					Rate: tc.rate})
 				if err := eng.Run(context.Background()); err != nil {
 					b.Fatal(err)
@@ -183,7 +183,7 @@ func BenchmarkOverhead(b *testing.B) {
 
 		run := func(sender string, withMetrics bool) float64 {
 			st := checkpoint(b, rows, sender)
-			cfg := engine.Config{Checkpoint: st, Sender: client, Senders: []string{sender}, CampaignID: "bench",
+			cfg := engine.Config{Checkpoint: st, Sender: client, Senders: []string{sender}, CampaignID: "bench", Standard: whatsapp.StandardThroughput,
 				Rate: 0, Concurrency: conc}
 			var m *metrics.Metrics
 			if withMetrics {

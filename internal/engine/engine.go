@@ -160,6 +160,13 @@ type Config struct {
 	// Learned are limits an earlier run learned, per sender number: each
 	// starts there, below Rate, and is probed up after a quiet spell.
 	Learned map[string]float64
+	// Standard is what every sender number of the channel accepts a second
+	// (WhatsApp: 80): told more, a number not yet seen to accept it keeps
+	// few sends beyond it in flight (pace.Pacer.Standard). 0: none.
+	Standard float64
+	// Proven are sender numbers known to accept more than Standard (a
+	// WhatsApp throughput level of HIGH): they are not held.
+	Proven []string
 
 	// Book, if not nil, is a book of send slots shared with every other
 	// process sending from these numbers: each send books its slot there
@@ -297,6 +304,10 @@ func New(cfg Config) *Engine {
 	pacer := pace.New(cfg.Rate)
 	if cfg.Book != nil {
 		pacer = pace.Shared(cfg.Rate, cfg.Book)
+	}
+	pacer.Standard(cfg.Standard)
+	for _, s := range cfg.Proven {
+		pacer.Prove(s)
 	}
 	for s, l := range cfg.Learned {
 		pacer.Seed(s, l, time.Now())

@@ -43,7 +43,11 @@
 //     a new connection, or that a stalled process let go late, and left
 //     together hold the sends a second later;
 //   - the first second goes with twice the headroom: its requests wait for
-//     new connections and arrive bunched.
+//     new connections and arrive bunched;
+//   - told more than the rate every number of the channel accepts
+//     (Standard: WhatsApp's 80/s), a number not yet seen to accept more
+//     has at most that many sends beyond it in flight: it may be at that
+//     level, and its first throttle is answered a round trip late.
 //
 // Numbers learn independently.
 package pace
@@ -59,14 +63,16 @@ import (
 )
 
 const (
-	probeAfter = 3 * time.Second      // quiet time after a throttle before the first trial
-	probeEvery = time.Second          // between trials that pass; each step doubles
-	maxQuiet   = 10 * time.Second     // the quiet time before a trial doubles after each that fails, up to this
-	maxWiden   = 16                   // headroom grows at most this many times
-	warmUp     = time.Second          // the first sends' wider headroom lasts this long
-	guard      = 5 * time.Millisecond // a send of a number that sends parts, held for room, leaves this long after the room is there
-	narrowLag  = 10 * time.Second     // widened headroom halves after this long without a throttle
-	maxTrial   = 16                   // parts over the limit a trial may add, at most: a trial that fails costs as many throttles
+	probeAfter = 3 * time.Second       // quiet time after a throttle before the first trial
+	probeEvery = time.Second           // between trials that pass; each step doubles
+	maxQuiet   = 10 * time.Second      // the quiet time before a trial doubles after each that fails, up to this
+	maxWiden   = 16                    // headroom grows at most this many times
+	warmUp     = time.Second           // the first sends' wider headroom lasts this long
+	guard      = 5 * time.Millisecond  // a send of a number that sends parts, held for room, leaves this long after the room is there
+	narrowLag  = 10 * time.Second      // widened headroom halves after this long without a throttle
+	maxTrial   = 16                    // parts over the limit a trial may add, at most: a trial that fails costs as many throttles
+	provePoll  = 5 * time.Millisecond  // a send held for a number's proof asks again after this
+	lateCredit = 20 * time.Millisecond // a caller late for its slot by up to this (and two slots) books at the slot
 
 	// A throttle that the number's own pace does not explain rests it:
 	// 500 ms, doubling while they keep coming, at most 30 s; after 10 s
@@ -119,10 +125,11 @@ type Change struct {
 // Pacer hands out send slots per sender number. The zero value is not
 // usable; call New. It is safe for concurrent use.
 type Pacer struct {
-	mu      sync.Mutex
-	ceiling float64 // +Inf: no limit until the API shows one
-	numbers map[string]*number
-	book    Book // nil: the pacer's own record alone (Shared sets it)
+	mu       sync.Mutex
+	ceiling  float64 // +Inf: no limit until the API shows one
+	numbers  map[string]*number
+	book     Book    // nil: the pacer's own record alone (Shared sets it)
+	standard float64 // see Standard
 }
 
 // New returns a Pacer for numbers allowed perSecond sends each (the
@@ -167,9 +174,10 @@ const (
 
 // entry is one part (one token) of a send in the record.
 type entry struct {
-	at    time.Time
-	hold  time.Duration // how long it counts after at: a second, or longer for a send larger than a second allows (see holdFor)
-	state state
+	at     time.Time
+	hold   time.Duration // how long it counts after at: a second, or longer for a send larger than a second allows (see holdFor)
+	state  state
+	beyond bool // it left with the standard rate's worth or more in its second, before the number showed it accepts that (see Standard)
 }
 
 // until is when e leaves the record's window: it counts before leave
@@ -190,6 +198,10 @@ type number struct {
 	warmUntil, warmed time.Time
 
 	clock time.Time // the latest instant given to lim
+	// due is when the next send of one part is due by the bucket's
+	// schedule; limLast the latest instant lim itself was given (see
+	// ReserveN's catch-up).
+	due, limLast time.Time
 
 	log     []entry // parts of the sends of the last two seconds, in booking order
 	head    int     // log[head:] is kept
@@ -224,6 +236,11 @@ type number struct {
 	lowered    time.Time // when a throttle last lowered the limit
 	unreported bool      // a lowered limit not yet reported
 
+	// standard is what every number of the channel accepts a second
+	// (Standard); proven: this one was seen to accept more.
+	standard float64
+	proven   bool
+
 	share   float64       // of the limit this process sends at: 1, or less when runs split the number (Split)
 	version int64         // the latest news of a shared Book's taken or given
 	late    time.Duration // how late this process's shared sends leave of late (see lateBy)
@@ -232,7 +249,7 @@ type number struct {
 func (p *Pacer) number(from string) *number {
 	n, ok := p.numbers[from]
 	if !ok {
-		n = &number{ceiling: p.ceiling, limit: p.ceiling, learned: p.ceiling, widen: 1, quiet: probeAfter, share: 1}
+		n = &number{ceiling: p.ceiling, limit: p.ceiling, learned: p.ceiling, widen: 1, quiet: probeAfter, share: 1, standard: p.standard}
 		n.lim = rate.NewLimiter(n.pace(), 1)
 		p.numbers[from] = n
 	}
@@ -278,7 +295,7 @@ func (n *number) setLimit(now time.Time) {
 	if now.Before(n.clock) {
 		now = n.clock
 	}
-	n.clock = now
+	n.clock, n.limLast = now, now
 	n.lim.SetLimitAt(now, n.pace())
 	b := 1
 	if n.parts {
@@ -485,8 +502,25 @@ func (p *Pacer) ReserveN(from string, now time.Time, cost int) (s Send, wait tim
 			return s, 0, true
 		}
 	}
-	first := n.lim.ReserveN(now, 1)
-	leave := now.Add(first.DelayFrom(now))
+	// A caller that comes late for its slot (a dispatcher's timer fires
+	// late, the machine is busy) books at the slot, not at now: with a
+	// burst of one the bucket drops the time it was late, and at 1,000/s,
+	// where a slot is a millisecond, a busy machine's late wake-ups cut the
+	// rate by 7%. Up to two slots are made up (lateCredit at most), never
+	// from before what the bucket saw (limLast): a caller after an idle
+	// spell books at now, and a stalled one does not send a burst that
+	// arrives bunched.
+	at := now
+	if credit := min(lateCredit, 2*n.interval()); cost == 1 && !n.parts && n.due.Before(now) && now.Sub(n.due) <= credit {
+		at = n.due
+		if at.Before(n.limLast) {
+			at = n.limLast
+		}
+	}
+	first := n.lim.ReserveN(at, 1)
+	n.limLast = maxTime(n.limLast, at)
+	sched := at.Add(first.DelayFrom(at))
+	leave := maxTime(sched, now)
 	if fits, retry := n.room(leave, cost); !fits {
 		// Held less than a slot (sends a second ago left late): a send of
 		// one part leaves when the second has room and the next slot keeps
@@ -496,14 +530,54 @@ func (p *Pacer) ReserveN(from string, now time.Time, cost int) (s Send, wait tim
 		// tokens it would have used wait for it there.
 		if again, _ := n.room(retry, cost); !again || cost > 1 || retry.Sub(leave) >= n.interval() {
 			first.CancelAt(now)
+			n.limLast = now
 			return Send{}, max(retry.Sub(now), time.Millisecond), false
 		}
-		leave = retry
+		leave, sched = retry, retry
+	}
+	beyond := false
+	if p.book == nil && n.unproven(leave, cost) {
+		if n.beyondInFlight() >= int(n.standard) {
+			first.CancelAt(now)
+			n.limLast = now
+			return Send{}, provePoll, false
+		}
+		beyond = true
 	}
 	for range cost - 1 {
 		n.lim.ReserveN(now, 1)
+		n.limLast = now
 	}
-	return n.record(from, leave, cost), leave.Sub(now), true
+	n.due = sched.Add(n.interval())
+	s = n.record(from, leave, cost)
+	if beyond {
+		n.log[n.index(s.seq)].beyond = true
+	}
+	return s, leave.Sub(now), true
+}
+
+// unproven reports whether a send of cost parts leaving at leave would
+// take its second beyond the standard rate before the number has shown it
+// accepts more (see Standard).
+func (n *number) unproven(leave time.Time, cost int) bool {
+	if n.standard <= 0 || n.proven || n.limit <= n.standard {
+		return false
+	}
+	count, _ := n.window(leave)
+	return count+cost > int(n.standard)
+}
+
+// beyondInFlight counts the sends that left beyond the standard rate and
+// have no answer yet. It reads the whole record, but only until the number
+// is proven: for a run's first round trip past the standard rate.
+func (n *number) beyondInFlight() int {
+	c := 0
+	for _, e := range n.log[n.head:] {
+		if e.beyond && (e.state == pending || e.state == presumed) {
+			c++
+		}
+	}
+	return c
 }
 
 // tryOver books a trial's send (see probe): until a trial's sends have
@@ -620,6 +694,9 @@ func (n *number) answered(s Send, v Verdict, now time.Time) (Change, bool) {
 	trial := n.trial && slices.Contains(n.trialSeqs, s.seq)
 	switch v {
 	case Counted:
+		if i := n.index(s.seq); i >= 0 && n.log[i].beyond {
+			n.proven = true
+		}
 		n.mark(s, answered)
 		if trial {
 			n.trialAnswered(now, true)
@@ -886,6 +963,15 @@ func (n *number) probe(now time.Time) {
 		n.raised(now)
 		return
 	}
+	if n.raises == 0 && extra > 2 {
+		// The first step after a throttle tries one part more a second:
+		// a number at the limit it was learned at fails every such trial,
+		// and each part over costs a throttle. The steps after one that
+		// passed grow as before.
+		if one := min(n.ceiling, n.limit+1); n.allowed(one) == n.allowed(n.limit)+1 {
+			to, extra = one, 2
+		}
+	}
 	n.trial, n.trialTo = true, to
 	n.trialTarget, n.reached = n.allowed(n.limit)+min(extra, maxTrial), false
 	n.trialPending, n.trialSeqs = 0, n.trialSeqs[:0]
@@ -925,6 +1011,33 @@ func (n *number) endTrial() {
 	n.trial, n.trialTarget, n.reached, n.trialPending, n.trialSeqs = false, 0, false, 0, n.trialSeqs[:0]
 }
 
+// Standard says what every number accepts a second whatever its level
+// (WhatsApp's standard throughput, 80/s): a number told more may be at
+// that level. Until it has accepted a send that left with the standard
+// rate's worth in its second before it (proven), the sends beyond that
+// worth it has in flight are at most the standard rate's worth: the
+// first throttle of such a number is answered a round trip after its
+// second filled, and every send of that round trip is throttled too. Told
+// 1,000/s on a number of 80 with 200 ms of latency, that is 80 throttles
+// where it was 200; told the truth, it holds the sends of 1,000/s for
+// about 120 ms once, those of 400/s not at all.
+func (p *Pacer) Standard(perSecond float64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.standard = perSecond
+	for _, n := range p.numbers {
+		n.standard = perSecond
+	}
+}
+
+// Prove says from accepts more than the standard rate (its provider says
+// so): its sends are not held for a proof.
+func (p *Pacer) Prove(from string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.number(from).proven = true
+}
+
 // Seed starts from at a limit learned before (an earlier run of the
 // campaign), below the ceiling: it is sent at that limit and probed up
 // after a quiet spell, as if a throttle had just shown it.
@@ -936,6 +1049,7 @@ func (p *Pacer) Seed(from string, limit float64, now time.Time) {
 		return
 	}
 	n.limit, n.learned, n.shown = limit, limit, limit
+	n.proven = limit > n.standard // an earlier run saw it accept that
 	n.lastThrottle, n.lastRaise, n.adjusted = now, now, now
 	n.setLimit(now)
 }
@@ -1025,4 +1139,11 @@ func (p *Pacer) Due(from string, now time.Time, cost int) time.Duration {
 		}
 	}
 	return leave.Sub(now)
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }

@@ -1129,3 +1129,141 @@ func TestDueBooksNothing(t *testing.T) {
 		t.Fatalf("Due said %v, ReserveN left after %v", due, waited)
 	}
 }
+
+// TestStandardBoundsTheFirstRoundTrip: told 1,000/s on a number of
+// WhatsApp's standard 80/s, the sends of the round trip before the first
+// throttle's answer are all throttled; with Standard(80) at most 80 of
+// them go beyond the standard second before one is answered. Told the
+// truth, the hold costs about one round trip of sends at 1,000/s, and
+// nothing at 400/s, whose round trip of sends fits in the standard
+// second's worth.
+func TestStandardBoundsTheFirstRoundTrip(t *testing.T) {
+	run := func(told, real int, standard float64, d time.Duration) *api {
+		a := newAPI(t, float64(told), 200*time.Millisecond, fixed(map[string]int{"A": real}))
+		a.p.Standard(standard)
+		a.run(d, "A")
+		return a
+	}
+	if a := run(1000, 80, 0, 3*time.Second); a.throttle["A"] < 150 {
+		t.Fatalf("without a standard rate: %d throttled, want the round trip's ~200 (the case this guards)", a.throttle["A"])
+	}
+	a := run(1000, 80, 80, 30*time.Second)
+	if th := a.throttle["A"]; th > 80+10 {
+		a.trace("A")
+		t.Errorf("told 1000 on 80: %d throttled, want ≤ 90 (80 in the first round trip, the trials after)", th)
+	}
+	if r := a.rate("A", 2*time.Second, 30*time.Second); r < 0.98*80 {
+		t.Errorf("told 1000 on 80: %.1f/s after the first 2 s, want ≥ 78.4", r)
+	}
+	for _, tc := range []struct {
+		rate int
+		lost float64 // sends of the first 2 s the hold may cost
+	}{{1000, 130}, {400, 1}} {
+		bare, held := run(tc.rate, tc.rate, 0, 2*time.Second), run(tc.rate, tc.rate, 80, 2*time.Second)
+		if held.throttle["A"] != 0 {
+			t.Errorf("told the truth at %d/s: %d throttled", tc.rate, held.throttle["A"])
+		}
+		if lost := len(bare.accepted["A"]) - len(held.accepted["A"]); float64(lost) > tc.lost {
+			t.Errorf("told the truth at %d/s: the hold cost %d sends of the first 2 s, want ≤ %.0f", tc.rate, lost, tc.lost)
+		}
+	}
+}
+
+// TestStandardProof: only an accepted send beyond the standard second
+// proves a number; one refused with an error does not. A limit an earlier
+// run learned above the standard rate is proof already, and so is Prove
+// (a throughput level of HIGH).
+func TestStandardProof(t *testing.T) {
+	send := func(p *Pacer, n int) (sent []Send, held int) {
+		now := t0
+		for len(sent) < n {
+			s, wait, ok := p.Reserve("A", now)
+			if !ok {
+				held++
+				now = now.Add(wait)
+				continue
+			}
+			sent = append(sent, s)
+			now = s.At
+		}
+		return sent, held
+	}
+	p := New(1000)
+	p.Standard(80)
+	sent, held := send(p, 160)
+	if held != 0 {
+		t.Fatalf("%d of the first 160 sends held", held)
+	}
+	if _, held := send(p, 1); held == 0 {
+		t.Fatal("the 161st send, with 80 beyond the standard second in flight, was not held")
+	}
+	p.Answered(sent[100], NotCounted, sent[100].At.Add(200*time.Millisecond))
+	p.Answered(sent[10], Counted, sent[10].At.Add(200*time.Millisecond))
+	if p.numbers["A"].proven {
+		t.Error("proven by a refused send beyond the standard second, or an accepted one within it")
+	}
+	p.Answered(sent[101], Counted, sent[101].At.Add(200*time.Millisecond))
+	if !p.numbers["A"].proven {
+		t.Error("an accepted send beyond the standard second did not prove the number")
+	}
+
+	p = New(1000)
+	p.Standard(80)
+	p.Seed("A", 500, t0)
+	if _, held := send(p, 300); held != 0 {
+		t.Errorf("a number seeded at 500/s held %d sends", held)
+	}
+	p = New(1000)
+	p.Standard(80)
+	p.Prove("A")
+	if _, held := send(p, 300); held != 0 {
+		t.Errorf("a proven number held %d sends", held)
+	}
+}
+
+// TestLateCallersKeepThePace: a caller that wakes late for its slot, by
+// more than the interval between slots but less than two (a dispatcher's
+// timer on a busy machine at 1,000/s), still sends at the pace: the next slot is booked on the
+// schedule, not a slot after the late call. A caller back after an idle
+// spell gets no burst for the time it was away, and no second by
+// departure holds more than the pace allows.
+func TestLateCallersKeepThePace(t *testing.T) {
+	for _, tc := range []struct {
+		late  time.Duration
+		every int // one slot in every
+	}{{1500 * time.Microsecond, 1}, {1900 * time.Microsecond, 4}, {1200 * time.Microsecond, 50}} {
+		p := New(1000)
+		p.Reserve("A", t0)
+		now := t0.Add(2 * time.Second) // past the warm-up
+		var at []time.Time
+		for now.Before(t0.Add(12 * time.Second)) {
+			s, wait, ok := p.Reserve("A", now)
+			if !ok {
+				now = now.Add(wait)
+				continue
+			}
+			at = append(at, s.At)
+			if wait > 0 {
+				now = s.At // it wakes at its slot,
+				if len(at)%tc.every == 0 {
+					now = now.Add(tc.late) // or late
+				}
+			}
+		}
+		got := float64(len(at)-1) / at[len(at)-1].Sub(at[0]).Seconds()
+		if want := 0.998 * Paced(1000); got < want {
+			t.Errorf("late by %v every %d: %.1f/s, want ≥ %.1f", tc.late, tc.every, got, want)
+		}
+		if w := maxWindow(at); w > int(math.Ceil(Paced(1000))) {
+			t.Errorf("late by %v every %d: %d in a second", tc.late, tc.every, w)
+		}
+	}
+	p := New(1000)
+	p.Reserve("A", t0)
+	back := t0.Add(lateCredit + 30*time.Millisecond) // away for longer than lateCredit makes up
+	s1, w1, _ := p.Reserve("A", back)
+	s2, _, _ := p.Reserve("A", back.Add(w1))
+	if !s1.At.Equal(back) || s2.At.Sub(s1.At) < 900*time.Microsecond {
+		t.Errorf("back after 50 ms: sends at +%v and +%v, want the second a slot after the first", s1.At.Sub(back), s2.At.Sub(back))
+	}
+}

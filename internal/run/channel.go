@@ -47,6 +47,11 @@ type Sender struct {
 	engine.Sender
 	// Name says where the requests go, for the log: never a credential.
 	Name string
+	// Standard is what every sender of the channel accepts a second,
+	// whatever its level (engine.Config.Standard); 0: none. Proven are
+	// the senders known to accept more.
+	Standard float64
+	Proven   []string
 	// Stop, if not nil, is called after the last send: it stops a sandbox,
 	// whose error says a log it wrote is short.
 	Stop func() error

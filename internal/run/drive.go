@@ -248,7 +248,7 @@ func (c *Campaign) drive(ctx, runCtx context.Context, sender *Sender, h Hooks) (
 	cfg := engine.Config{
 		Checkpoint: st, Sender: sender.Sender, Senders: senders, CampaignID: s.CampaignID, Rate: s.Rate,
 		Concurrency: s.Concurrency, MaxAttempts: s.MaxAttempts, ThrottleTries: s.ThrottleTries, Log: c.opts.Log,
-		Book: c.opts.Book,
+		Book: c.opts.Book, Standard: sender.Standard, Proven: sender.Proven,
 	}
 	if h.Configure != nil {
 		h.Configure(&cfg)

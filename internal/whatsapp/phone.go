@@ -92,6 +92,10 @@ func MessagingLimit(tier string) (users int, unlimited, ok bool) {
 	return 0, false, false
 }
 
+// StandardThroughput is what a number's default level (STANDARD) allows
+// a second; a number told more may still be at it.
+const StandardThroughput = 80
+
 // ThroughputRate is the messages per second a number's throughput level
 // allows, inbound and outbound together: 80 for STANDARD, 1,000 for HIGH
 // (an automatic upgrade). ok is false for any other level, NOT_APPLICABLE
@@ -101,7 +105,7 @@ func MessagingLimit(tier string) (users int, unlimited, ok bool) {
 func ThroughputRate(level string) (perSecond float64, ok bool) {
 	switch level {
 	case "STANDARD":
-		return 80, true
+		return StandardThroughput, true
 	case "HIGH":
 		return 1000, true
 	}

@@ -224,7 +224,23 @@ func (ch *Channel) Sender(ctx context.Context, c *run.Campaign) (*run.Sender, er
 			client.ProductPolicy = whatsapp.PolicyStrict
 		}
 	}
-	return &run.Sender{Sender: client, Name: redact.URL(apiURL), Stop: stop}, nil
+	return &run.Sender{Sender: client, Name: redact.URL(apiURL), Stop: stop, Standard: whatsapp.StandardThroughput, Proven: provenNumbers(s)}, nil
+}
+
+// provenNumbers are the senders whose throughput level, as the last
+// preflight read it, allows more than the standard rate.
+func provenNumbers(s store.Settings) []string {
+	rec, ok := Preflight(s)
+	if !ok {
+		return nil
+	}
+	var ids []string
+	for _, n := range rec.Numbers {
+		if r, ok := whatsapp.ThroughputRate(n.Throughput); ok && r > whatsapp.StandardThroughput {
+			ids = append(ids, n.ID)
+		}
+	}
+	return ids
 }
 
 // WebhookLogPath is where run --sandbox writes a campaign's webhooks:

@@ -22,7 +22,8 @@ type NumberInfo struct {
 	// Quality is quality_rating: GREEN, YELLOW, RED or NA; "" means GREEN.
 	Quality string
 	// Throughput is throughput.level: STANDARD, HIGH or NOT_APPLICABLE;
-	// "" means STANDARD.
+	// "" means the level of the rate the sandbox enforces for the number:
+	// HIGH above Meta's standard 80/s (or with no limit), else STANDARD.
 	Throughput string
 	// MessagingLimit is the business portfolio's
 	// whatsapp_business_manager_messaging_limit: TIER_250, TIER_2K,
@@ -135,7 +136,7 @@ func (s *Server) info(id string) NumberInfo {
 	}
 	def(&n.VerifiedName, "Sandbox Store")
 	def(&n.Quality, "GREEN")
-	def(&n.Throughput, "STANDARD")
+	def(&n.Throughput, s.level(id))
 	def(&n.MessagingLimit, "TIER_10K")
 	def(&n.NameStatus, "APPROVED")
 	def(&n.Status, "CONNECTED")

@@ -752,3 +752,26 @@ func TestUsageHeader(t *testing.T) {
 		}
 	})
 }
+
+// TestNumberLevelFollowsItsRate: a number reports the throughput level of
+// the rate the sandbox enforces for it, unless configured: a preflight of
+// a sandbox run at 1,000/s reads HIGH, one at Meta's default 80/s reads
+// STANDARD.
+func TestNumberLevelFollowsItsRate(t *testing.T) {
+	for _, tc := range []struct {
+		rate  float64
+		want  string
+		level string // configured
+	}{{0, "STANDARD", ""}, {80, "STANDARD", ""}, {81, "HIGH", ""}, {1000, "HIGH", ""}, {-1, "HIGH", ""}, {1000, "STANDARD", "STANDARD"}} {
+		s := New(Config{Token: token, Rates: map[string]float64{phoneID: tc.rate}, Numbers: map[string]NumberInfo{phoneID: {Throughput: tc.level}}})
+		a := do(s, "GET", numberPath(phoneID)+"?fields=throughput", token, "")
+		s.Close()
+		var got numberResp
+		if err := json.Unmarshal(a.body, &got); err != nil || got.Throughput == nil {
+			t.Fatalf("rate %g: %v %s", tc.rate, err, a.body)
+		}
+		if got.Throughput.Level != tc.want {
+			t.Errorf("rate %g, configured %q: level %q, want %q", tc.rate, tc.level, got.Throughput.Level, tc.want)
+		}
+	}
+}

@@ -485,18 +485,32 @@ func newServer(cfg Config, after afterFunc) *Server {
 }
 
 func (s *Server) newNumber(id string) *number {
+	return &number{id: id, limit: s.limitOf(id), display: displayOf(id), strict: s.cfg.StrictWindow}
+}
+
+// limitOf is the messages a second number id may send (Config.Rate and
+// Rates); 0: no limit.
+func (s *Server) limitOf(id string) int {
 	rate := s.cfg.Rate
 	if r, ok := s.cfg.Rates[id]; ok {
 		rate = r
 	}
-	limit := 0
 	switch {
 	case rate == 0:
-		limit = 80
+		return 80
 	case rate > 0:
-		limit = max(1, int(rate))
+		return max(1, int(rate))
 	}
-	return &number{id: id, limit: limit, display: displayOf(id), strict: s.cfg.StrictWindow}
+	return 0
+}
+
+// level is the throughput level a number reports by default: the one of
+// the limit the sandbox enforces for it.
+func (s *Server) level(id string) string {
+	if l := s.limitOf(id); l == 0 || l > 80 {
+		return "HIGH"
+	}
+	return "STANDARD"
 }
 
 func (s *Server) number(id string) (*number, bool) {
