@@ -80,7 +80,14 @@ func (s *Store) Import(ctx context.Context, next func() (Row, error), settings f
 	if _, err := conn.ExecContext(ctx, `PRAGMA temp.cache_size=-32768`); err != nil {
 		return 0, fmt.Errorf("import: %w", err)
 	}
-	defer conn.ExecContext(context.Background(), `PRAGMA journal_mode=WAL; PRAGMA temp.cache_size=-2000`)
+	var tally *importTally // once committed
+	defer func() {
+		conn.ExecContext(context.Background(), `PRAGMA journal_mode=WAL; PRAGMA temp.cache_size=-2000`)
+		// After the switch to WAL, which counts as a change of version.
+		if w, err := writesOf(context.Background(), conn); tally != nil && err == nil {
+			s.imported.Store(&imported{report: tally.report(), writes: w})
+		}
+	}()
 	tx, err := conn.BeginTx(ctx, nil)
 	if err != nil {
 		return 0, fmt.Errorf("import: %w", err)
@@ -94,7 +101,7 @@ func (s *Store) Import(ctx context.Context, next func() (Row, error), settings f
 	if _, err := tx.ExecContext(ctx, dueIndex); err != nil {
 		return 0, fmt.Errorf("import: index: %w", err)
 	}
-	batches, dupes, stop := readAhead(next)
+	batches, dupes, rows, stop := readAhead(next)
 	defer stop()
 	var n int64
 	now := strconv.FormatInt(ms(time.Now()), 10)
@@ -109,7 +116,7 @@ func (s *Store) Import(ctx context.Context, next func() (Row, error), settings f
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
-	if err := dupes.mark(ctx, tx); err != nil {
+	if err := dupes.mark(ctx, tx, rows); err != nil {
 		return 0, fmt.Errorf("import: duplicates: %w", err)
 	}
 	if err := writeSettings(ctx, tx, settings()); err != nil {
@@ -118,6 +125,7 @@ func (s *Store) Import(ctx context.Context, next func() (Row, error), settings f
 	if err := tx.Commit(); err != nil {
 		return 0, fmt.Errorf("import: %w", err)
 	}
+	tally = rows
 	return n, nil
 }
 
@@ -277,15 +285,16 @@ type rowBatch struct {
 // readAhead calls next in a goroutine of its own, and hands its rows to
 // another that gives each to dupes and turns them into the arguments of
 // INSERTs: reading (next), making arguments and SQLite's work then run side
-// by side. The returned channel is closed after the last batch; dupes may
-// be used from then on. stop ends the goroutines early and returns once
-// they have: next is never left running.
-func readAhead(next func() (Row, error)) (_ <-chan insertBatch, dupes *dupFinder, stop func()) {
+// by side. The returned channel is closed after the last batch; dupes and
+// tally, which have seen every row, may be used from then on. stop ends
+// the goroutines early and returns once they have: next is never left
+// running.
+func readAhead(next func() (Row, error)) (_ <-chan insertBatch, dupes *dupFinder, tally *importTally, stop func()) {
 	rows := make(chan rowBatch, 4)
 	spare := make(chan []Row, 6)
 	out := make(chan insertBatch, inFlight)
 	done := make(chan struct{})
-	dupes = newDupFinder()
+	dupes, tally = newDupFinder(), newImportTally()
 	go func() {
 		defer close(rows)
 		b := rowBatch{rows: make([]Row, 0, readBatch)}
@@ -346,6 +355,7 @@ func readAhead(next func() (Row, error)) (_ <-chan insertBatch, dupes *dupFinder
 					return
 				}
 				dupes.add(r.Row, r.Phone, r.Skip == "")
+				tally.add(r)
 				if a.add(r) == importBatch && !send(nil) {
 					return
 				}
@@ -363,7 +373,7 @@ func readAhead(next func() (Row, error)) (_ <-chan insertBatch, dupes *dupFinder
 		send(nil)
 	}()
 	var once sync.Once
-	return out, dupes, func() {
+	return out, dupes, tally, func() {
 		once.Do(func() {
 			close(done)
 			for range out {
