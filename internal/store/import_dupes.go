@@ -138,23 +138,14 @@ func (d *dupFinder) mark(ctx context.Context, tx *sql.Tx, t *importTally) error 
 		INSERT INTO import_firsts(phone, row) SELECT phone, min(row) FROM import_repeats GROUP BY phone;`); err != nil {
 		return err
 	}
-	rows, err := tx.QueryContext(ctx, `UPDATE recipients SET status = 'skipped', skip_kind = 'duplicate',
+	if err := skipDuplicates(ctx, tx, t, `UPDATE recipients SET status = 'skipped', skip_kind = 'duplicate',
 			reason = 'duplicate of row ' || (SELECT f.row FROM import_firsts f WHERE f.phone = recipients.phone)
-			WHERE row IN (SELECT r.row FROM import_repeats r JOIN import_firsts f USING (phone) WHERE r.row > f.row)
-			`+returningDuplicates)
-	if err != nil {
+			WHERE row IN (SELECT r.row FROM import_repeats r JOIN import_firsts f USING (phone) WHERE r.row > f.row)`); err != nil {
 		return err
 	}
-	if err := scanDuplicates(rows, t); err != nil {
-		return err
-	}
-	_, err = tx.ExecContext(ctx, `DROP TABLE import_firsts; DROP TABLE import_repeats;`)
+	_, err := tx.ExecContext(ctx, `DROP TABLE import_firsts; DROP TABLE import_repeats;`)
 	return err
 }
-
-// returningDuplicates is what an UPDATE that skips duplicates returns of
-// each, for the import's tally (scanDuplicates).
-const returningDuplicates = `RETURNING row, line, phone, sender, reason`
 
 // repeated returns, sorted, the fingerprints found more than once. It
 // sorts them a sixteenth at a time (those whose top four bits are p, for
@@ -236,16 +227,11 @@ func markDuplicatesInSQL(ctx context.Context, tx *sql.Tx, t *importTally) error 
 			ON CONFLICT(phone) DO UPDATE SET row = min(row, excluded.row);`); err != nil {
 		return err
 	}
-	rows, err := tx.QueryContext(ctx, `UPDATE recipients SET status = 'skipped', skip_kind = 'duplicate',
+	if err := skipDuplicates(ctx, tx, t, `UPDATE recipients SET status = 'skipped', skip_kind = 'duplicate',
 			reason = 'duplicate of row ' || (SELECT f.row FROM import_firsts f WHERE f.phone = recipients.phone)
-			WHERE status = 'pending' AND row > (SELECT f.row FROM import_firsts f WHERE f.phone = recipients.phone)
-			`+returningDuplicates)
-	if err != nil {
+			WHERE status = 'pending' AND row > (SELECT f.row FROM import_firsts f WHERE f.phone = recipients.phone)`); err != nil {
 		return err
 	}
-	if err := scanDuplicates(rows, t); err != nil {
-		return err
-	}
-	_, err = tx.ExecContext(ctx, `DROP TABLE import_firsts`)
+	_, err := tx.ExecContext(ctx, `DROP TABLE import_firsts`)
 	return err
 }

@@ -116,9 +116,13 @@ func (s *Store) importedBreakdown(ctx context.Context) (Report, bool) {
 	return r, true
 }
 
-// scanDuplicates reads the rows an UPDATE … RETURNING row, line, phone,
-// sender, reason skipped as duplicates into t.
-func scanDuplicates(rows *sql.Rows, t *importTally) error {
+// skipDuplicates runs update, an UPDATE of recipients that skips rows as
+// duplicates, and moves each row it skipped from pending to skipped in t.
+func skipDuplicates(ctx context.Context, tx *sql.Tx, t *importTally, update string) error {
+	rows, err := tx.QueryContext(ctx, update+` RETURNING row, line, phone, sender, reason`)
+	if err != nil {
+		return err
+	}
 	defer rows.Close()
 	for rows.Next() {
 		var e SkipExample
