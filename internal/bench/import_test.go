@@ -97,8 +97,9 @@ const (
 //     against Meta's rules, writes every row into a new checkpoint with its
 //     claim index (one transaction, synchronous=NORMAL), finds duplicate
 //     phones and commits: the import, until it logs "imported". The dry
-//     run then prints the plan, which reads the checkpoint back (two scans
-//     of the table), and removes the checkpoint: the time to exit. The
+//     run then prints the plan, from the import's own count of its rows
+//     (nothing has changed them since), and removes the checkpoint: the
+//     time to exit. The
 //     checkpoint is in the benchmark's temporary directory (TMPDIR),
 //     beside sqlite3's database.
 //   - sqlite3: `sqlite3 -csv DB ".import CSV t"` into a new database file in

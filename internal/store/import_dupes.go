@@ -97,14 +97,14 @@ func (d *dupFinder) row(i int) int64 {
 }
 
 // mark skips every row to send whose phone an earlier row to send has,
-// with the earlier row's number as the reason. The recipients table must
-// hold every row given to add.
-func (d *dupFinder) mark(ctx context.Context, tx *sql.Tx) error {
+// with the earlier row's number as the reason, and counts them in t. The
+// recipients table must hold every row given to add.
+func (d *dupFinder) mark(ctx context.Context, tx *sql.Tx, t *importTally) error {
 	if d.toSend < 2 {
 		return nil
 	}
 	if d.inSQL {
-		return markDuplicatesInSQL(ctx, tx)
+		return markDuplicatesInSQL(ctx, tx, t)
 	}
 	repeated := d.repeated()
 	if len(repeated) == 0 {
@@ -133,14 +133,17 @@ func (d *dupFinder) mark(ctx context.Context, tx *sql.Tx) error {
 	if err := copyRepeats(ctx, tx, chunk); err != nil {
 		return err
 	}
-	_, err := tx.ExecContext(ctx, `
+	if _, err := tx.ExecContext(ctx, `
 		CREATE TEMP TABLE import_firsts(phone TEXT PRIMARY KEY, row INTEGER NOT NULL) WITHOUT ROWID;
-		INSERT INTO import_firsts(phone, row) SELECT phone, min(row) FROM import_repeats GROUP BY phone;
-		UPDATE recipients SET status = 'skipped', skip_kind = 'duplicate',
+		INSERT INTO import_firsts(phone, row) SELECT phone, min(row) FROM import_repeats GROUP BY phone;`); err != nil {
+		return err
+	}
+	if err := skipDuplicates(ctx, tx, t, `UPDATE recipients SET status = 'skipped', skip_kind = 'duplicate',
 			reason = 'duplicate of row ' || (SELECT f.row FROM import_firsts f WHERE f.phone = recipients.phone)
-			WHERE row IN (SELECT r.row FROM import_repeats r JOIN import_firsts f USING (phone) WHERE r.row > f.row);
-		DROP TABLE import_firsts;
-		DROP TABLE import_repeats;`)
+			WHERE row IN (SELECT r.row FROM import_repeats r JOIN import_firsts f USING (phone) WHERE r.row > f.row)`); err != nil {
+		return err
+	}
+	_, err := tx.ExecContext(ctx, `DROP TABLE import_firsts; DROP TABLE import_repeats;`)
 	return err
 }
 
@@ -216,15 +219,19 @@ func copyRepeats(ctx context.Context, tx *sql.Tx, rows []int64) error {
 // markDuplicatesInSQL is mark for a file too large for the fingerprints:
 // one scan of the table finds the first row of every phone to send, a
 // second skips the rows that are not it.
-func markDuplicatesInSQL(ctx context.Context, tx *sql.Tx) error {
-	_, err := tx.ExecContext(ctx, `
+func markDuplicatesInSQL(ctx context.Context, tx *sql.Tx, t *importTally) error {
+	if _, err := tx.ExecContext(ctx, `
 		CREATE TEMP TABLE import_firsts(phone TEXT PRIMARY KEY, row INTEGER NOT NULL) WITHOUT ROWID;
 		INSERT INTO import_firsts(phone, row)
 			SELECT phone, row FROM recipients WHERE status = 'pending'
-			ON CONFLICT(phone) DO UPDATE SET row = min(row, excluded.row);
-		UPDATE recipients SET status = 'skipped', skip_kind = 'duplicate',
+			ON CONFLICT(phone) DO UPDATE SET row = min(row, excluded.row);`); err != nil {
+		return err
+	}
+	if err := skipDuplicates(ctx, tx, t, `UPDATE recipients SET status = 'skipped', skip_kind = 'duplicate',
 			reason = 'duplicate of row ' || (SELECT f.row FROM import_firsts f WHERE f.phone = recipients.phone)
-			WHERE status = 'pending' AND row > (SELECT f.row FROM import_firsts f WHERE f.phone = recipients.phone);
-		DROP TABLE import_firsts;`)
+			WHERE status = 'pending' AND row > (SELECT f.row FROM import_firsts f WHERE f.phone = recipients.phone)`); err != nil {
+		return err
+	}
+	_, err := tx.ExecContext(ctx, `DROP TABLE import_firsts`)
 	return err
 }

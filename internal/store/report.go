@@ -124,8 +124,18 @@ func (s *Store) query(ctx context.Context, query string, scan func(*sql.Rows) er
 // rows are counted from the due index, so the sort that grouping needs
 // covers only the rows past pending: before sending starts it costs next
 // to nothing. Held and priced rows take a second scan, whose sort holds
-// only the priced rows (BenchmarkBreakdown).
+// only the priced rows (BenchmarkBreakdown). Right after this store's
+// Import, while no row has been written since, it is the import's own
+// tally and reads no row.
 func (s *Store) Breakdown(ctx context.Context) (Report, error) {
+	if r, ok := s.importedBreakdown(ctx); ok {
+		return r, nil
+	}
+	return s.breakdown(ctx)
+}
+
+// breakdown is Breakdown from a scan of the rows.
+func (s *Store) breakdown(ctx context.Context) (Report, error) {
 	r := Report{Skipped: map[campaign.SkipKind]int64{}, SkipExamples: map[campaign.SkipKind]SkipExample{},
 		FailedByReason: map[string]int64{}, ByPricingCategory: map[string]int64{}}
 	bySender := map[string]*campaign.Counts{}

@@ -60,6 +60,9 @@ type Store struct {
 
 	run atomic.Int64 // the run BeginRun recorded: its attempts are its; 0 before
 
+	// imported is the Breakdown this store's Import left, nil before.
+	imported atomic.Pointer[imported]
+
 	// live: opened by OpenLive, beside a run that may hold the checkpoint.
 	// Statuses then leave the rows a run may be writing alone (see
 	// OpenLive).
