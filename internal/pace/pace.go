@@ -63,16 +63,15 @@ import (
 )
 
 const (
-	probeAfter = 3 * time.Second       // quiet time after a throttle before the first trial
-	probeEvery = time.Second           // between trials that pass; each step doubles
-	maxQuiet   = 10 * time.Second      // the quiet time before a trial doubles after each that fails, up to this
-	maxWiden   = 16                    // headroom grows at most this many times
-	warmUp     = time.Second           // the first sends' wider headroom lasts this long
-	guard      = 5 * time.Millisecond  // a send of a number that sends parts, held for room, leaves this long after the room is there
-	narrowLag  = 10 * time.Second      // widened headroom halves after this long without a throttle
-	maxTrial   = 16                    // parts over the limit a trial may add, at most: a trial that fails costs as many throttles
-	provePoll  = 5 * time.Millisecond  // a send held for a number's proof asks again after this
-	lateCredit = 20 * time.Millisecond // a caller late for its slot by up to this (and two slots) books at the slot
+	probeAfter = 3 * time.Second      // quiet time after a throttle before the first trial
+	probeEvery = time.Second          // between trials that pass; each step doubles
+	maxQuiet   = 10 * time.Second     // the quiet time before a trial doubles after each that fails, up to this
+	maxWiden   = 16                   // headroom grows at most this many times
+	warmUp     = time.Second          // the first sends' wider headroom lasts this long
+	guard      = 5 * time.Millisecond // a send of a number that sends parts, held for room, leaves this long after the room is there
+	narrowLag  = 10 * time.Second     // widened headroom halves after this long without a throttle
+	maxTrial   = 16                   // parts over the limit a trial may add, at most: a trial that fails costs as many throttles
+	provePoll  = 5 * time.Millisecond // a send held for a number's proof asks again after this
 
 	// A throttle that the number's own pace does not explain rests it:
 	// 500 ms, doubling while they keep coming, at most 30 s; after 10 s
@@ -198,10 +197,6 @@ type number struct {
 	warmUntil, warmed time.Time
 
 	clock time.Time // the latest instant given to lim
-	// due is when the next send of one part is due by the bucket's
-	// schedule; limLast the latest instant lim itself was given (see
-	// ReserveN's catch-up).
-	due, limLast time.Time
 
 	log     []entry // parts of the sends of the last two seconds, in booking order
 	head    int     // log[head:] is kept
@@ -295,7 +290,7 @@ func (n *number) setLimit(now time.Time) {
 	if now.Before(n.clock) {
 		now = n.clock
 	}
-	n.clock, n.limLast = now, now
+	n.clock = now
 	n.lim.SetLimitAt(now, n.pace())
 	b := 1
 	if n.parts {
@@ -502,25 +497,8 @@ func (p *Pacer) ReserveN(from string, now time.Time, cost int) (s Send, wait tim
 			return s, 0, true
 		}
 	}
-	// A caller that comes late for its slot (a dispatcher's timer fires
-	// late, the machine is busy) books at the slot, not at now: with a
-	// burst of one the bucket drops the time it was late, and at 1,000/s,
-	// where a slot is a millisecond, a busy machine's late wake-ups cut the
-	// rate by 7%. Up to two slots are made up (lateCredit at most), never
-	// from before what the bucket saw (limLast): a caller after an idle
-	// spell books at now, and a stalled one does not send a burst that
-	// arrives bunched.
-	at := now
-	if credit := min(lateCredit, 2*n.interval()); cost == 1 && !n.parts && n.due.Before(now) && now.Sub(n.due) <= credit {
-		at = n.due
-		if at.Before(n.limLast) {
-			at = n.limLast
-		}
-	}
-	first := n.lim.ReserveN(at, 1)
-	n.limLast = maxTime(n.limLast, at)
-	sched := at.Add(first.DelayFrom(at))
-	leave := maxTime(sched, now)
+	first := n.lim.ReserveN(now, 1)
+	leave := now.Add(first.DelayFrom(now))
 	if fits, retry := n.room(leave, cost); !fits {
 		// Held less than a slot (sends a second ago left late): a send of
 		// one part leaves when the second has room and the next slot keeps
@@ -530,25 +508,21 @@ func (p *Pacer) ReserveN(from string, now time.Time, cost int) (s Send, wait tim
 		// tokens it would have used wait for it there.
 		if again, _ := n.room(retry, cost); !again || cost > 1 || retry.Sub(leave) >= n.interval() {
 			first.CancelAt(now)
-			n.limLast = now
 			return Send{}, max(retry.Sub(now), time.Millisecond), false
 		}
-		leave, sched = retry, retry
+		leave = retry
 	}
 	beyond := false
 	if p.book == nil && n.unproven(leave, cost) {
 		if n.beyondInFlight() >= int(n.standard) {
 			first.CancelAt(now)
-			n.limLast = now
 			return Send{}, provePoll, false
 		}
 		beyond = true
 	}
 	for range cost - 1 {
 		n.lim.ReserveN(now, 1)
-		n.limLast = now
 	}
-	n.due = sched.Add(n.interval())
 	s = n.record(from, leave, cost)
 	if beyond {
 		n.log[n.index(s.seq)].beyond = true
@@ -1139,11 +1113,4 @@ func (p *Pacer) Due(from string, now time.Time, cost int) time.Duration {
 		}
 	}
 	return leave.Sub(now)
-}
-
-func maxTime(a, b time.Time) time.Time {
-	if a.After(b) {
-		return a
-	}
-	return b
 }
