@@ -1023,7 +1023,7 @@ func (p *Pacer) Seed(from string, limit float64, now time.Time) {
 		return
 	}
 	n.limit, n.learned, n.shown = limit, limit, limit
-	n.proven = limit > n.standard // an earlier run saw it accept that
+	n.proven = n.proven || limit > n.standard // an earlier run saw it accept that; a seed lower does not undo Prove
 	n.lastThrottle, n.lastRaise, n.adjusted = now, now, now
 	n.setLimit(now)
 }

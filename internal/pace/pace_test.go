@@ -1216,7 +1216,13 @@ func TestStandardProof(t *testing.T) {
 	p = New(1000)
 	p.Standard(80)
 	p.Prove("A")
+	p.Seed("B", 60, t0)
+	p.Prove("B")
+	p.Seed("B", 70, t0) // a later seed below the standard rate
 	if _, held := send(p, 300); held != 0 {
 		t.Errorf("a proven number held %d sends", held)
+	}
+	if !p.numbers["B"].proven {
+		t.Error("a seed below the standard rate undid Prove")
 	}
 }
