@@ -50,7 +50,9 @@ const (
 //
 // BULKSEND_BENCH_ROWS below 100,000 makes it shorter. BULKSEND_BENCH_PROFILE
 // names a directory for CPU profiles of both processes (run-N.pprof,
-// sandbox-N.pprof).
+// sandbox-N.pprof), and execution traces beside them (run-N.trace) when
+// BULKSEND_BENCH_TRACE is set; BULKSEND_BENCH_KEEP a directory to keep the
+// sandbox's record of acceptances in (accepted-N.jsonl).
 func BenchmarkScale(b *testing.B) {
 	n := min(scaleRows, rowsFromEnv())
 	bin := buildBinary(b)
@@ -119,6 +121,11 @@ func BenchmarkScale(b *testing.B) {
 			b.Fatalf("sandbox accepted %d of %d rows, %d twice", stats.Accepted, n, stats.Duplicates)
 		}
 
+		if keep := os.Getenv("BULKSEND_BENCH_KEEP"); keep != "" {
+			if data, err := os.ReadFile(accepted); err == nil {
+				os.WriteFile(filepath.Join(keep, filepath.Base(accepted)), data, 0o644)
+			}
+		}
 		spans := acceptedSpans(b, accepted)
 		minRate, sumRate := math.Inf(1), 0.0
 		for _, s := range senders {
@@ -316,7 +323,11 @@ func profileEnv(dir, name string, i int) []string {
 	if dir == "" {
 		return nil
 	}
-	return []string{"BULKSEND_CPUPROFILE=" + filepath.Join(dir, fmt.Sprintf("%s-%d.pprof", name, i))}
+	env := []string{"BULKSEND_CPUPROFILE=" + filepath.Join(dir, fmt.Sprintf("%s-%d.pprof", name, i))}
+	if os.Getenv("BULKSEND_BENCH_TRACE") != "" {
+		env = append(env, "BULKSEND_TRACE="+filepath.Join(dir, fmt.Sprintf("%s-%d.trace", name, i)))
+	}
+	return env
 }
 
 // span is one number's acceptances: how many, the first and the last.

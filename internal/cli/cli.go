@@ -15,6 +15,7 @@ import (
 	"os"
 	"regexp"
 	"runtime/pprof"
+	"runtime/trace"
 	"strings"
 	"syscall"
 
@@ -77,6 +78,13 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		if f, err := os.Create(path); err == nil && pprof.StartCPUProfile(f) == nil {
 			defer f.Close()
 			defer pprof.StopCPUProfile()
+		}
+	}
+	// Undocumented, for internal/bench: an execution trace (go tool trace).
+	if path := os.Getenv("BULKSEND_TRACE"); path != "" {
+		if f, err := os.Create(path); err == nil && trace.Start(f) == nil {
+			defer f.Close()
+			defer trace.Stop()
 		}
 	}
 	return runMain(args, ios)
