@@ -1257,3 +1257,23 @@ func TestLateWakeUpsKeepThePace(t *testing.T) {
 		}
 	}
 }
+
+// Only a number proven above the standard rate catches up a late slot:
+// one that may be at that level keeps a bucket of one.
+func TestCatchUpWaitsForProof(t *testing.T) {
+	p := New(1000)
+	p.Standard(80)
+	p.Reserve("A", t0)
+	if b := p.numbers["A"].lim.Burst(); b != 1 {
+		t.Errorf("unproven at 1,000/s: a bucket of %d", b)
+	}
+	p.Prove("A")
+	if b := p.numbers["A"].lim.Burst(); b != catchUp {
+		t.Errorf("proven at 1,000/s: a bucket of %d, want %d", b, catchUp)
+	}
+	q := New(400)
+	q.Reserve("A", t0)
+	if b := q.numbers["A"].lim.Burst(); b != 1 {
+		t.Errorf("at 400/s: a bucket of %d", b)
+	}
+}
