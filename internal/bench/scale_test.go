@@ -122,8 +122,12 @@ func BenchmarkScale(b *testing.B) {
 		}
 
 		if keep := os.Getenv("BULKSEND_BENCH_KEEP"); keep != "" {
-			if data, err := os.ReadFile(accepted); err == nil {
-				os.WriteFile(filepath.Join(keep, filepath.Base(accepted)), data, 0o644)
+			data, err := os.ReadFile(accepted)
+			if err == nil {
+				err = os.WriteFile(filepath.Join(keep, filepath.Base(accepted)), data, 0o644)
+			}
+			if err != nil {
+				b.Fatalf("keeping the record of acceptances: %v", err)
 			}
 		}
 		spans := acceptedSpans(b, accepted)

@@ -285,8 +285,8 @@ func (n *number) warm(now time.Time) {
 // instant it was given if later: callers take now before the pacer's lock,
 // so instants may come out of order, and the bucket would count the time
 // between them twice. A number that sends parts has a burst of what its
-// second allows; one of single sends, two at a pace of 500/s or more
-// (see catchUp).
+// second allows; one of single sends, two at a pace of 500/s or more once
+// the number is proven (see catchUp).
 func (n *number) setLimit(now time.Time) {
 	if now.Before(n.clock) {
 		now = n.clock
@@ -311,10 +311,9 @@ func (n *number) setLimit(now time.Time) {
 // was 9% of the rate. A bucket of two keeps the pace's phase through a
 // lateness of up to a slot; the record's room, not the bucket, keeps each
 // second within what it allows. Three kept a little more (0.97-0.98 of
-// 1,000/s against 0.96-0.97) but bunched arrivals enough that one run in
-// three was throttled. At a slot of more than 2 ms a late timer seldom
-// loses one, and a bucket of one keeps a learning number's sends (a hold
-// for room, a trial) from leaving two at once. Nor does a number not yet
+// 1,000/s against 0.96-0.97) but bunched arrivals enough that one of two
+// runs was throttled. At a slot of more than 2 ms a late timer seldom
+// loses one, so the bucket there stays as it was. Nor does a number not yet
 // proven above the standard rate (see Standard) catch up: it may be at
 // that level, and sends made up back to back in its first round trip
 // widened its headroom to the most (told 1,000 on 80: 64/s, not 78).

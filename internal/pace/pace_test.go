@@ -1230,7 +1230,7 @@ func TestStandardProof(t *testing.T) {
 // A caller woken late, by up to 1.3 ms (a timer fires up to a millisecond
 // late, more on a busy core; at 1,000/s a slot is one), still sends at the
 // pace, and no second holds more than the record allows. With a bucket of
-// one token this sent at 0.967 of the pace at 1,000/s.
+// one token this sent at 0.969 of the pace at 1,000/s.
 func TestLateWakeUpsKeepThePace(t *testing.T) {
 	for _, limit := range []float64{80, 400, 1000} {
 		p := New(limit)
