@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bulksend/bulksend/internal/campaign"
 	"github.com/bulksend/bulksend/internal/engine"
 	"github.com/bulksend/bulksend/internal/pace"
 	"github.com/bulksend/bulksend/internal/whatsapp"
@@ -66,8 +67,12 @@ func runLimits(b *testing.B, c limitCase) limitRun {
 	url := startSandboxProcess(b, sb, nil)
 	b.Cleanup(func() { sb.Process.Kill() }) // a Fatal before the SIGTERM below
 	client := &whatsapp.Client{BaseURL: url, Version: "v23.0", Token: "t", TemplateName: "welcome", TemplateLang: "en_US", Timeout: 10 * time.Second, HTTP: whatsapp.NewHTTPClient(1024)}
+	thr := &throttleLog{}
 	eng := engine.New(engine.Config{Checkpoint: st, Sender: client, Senders: senders, CampaignID: "bench", Standard: whatsapp.StandardThroughput,
-		Rate: c.told})
+		Rate: c.told, Observer: thr})
+	if os.Getenv("BULKSEND_BENCH_THROTTLES") != "" {
+		defer thr.print()
+	}
 	start := time.Now()
 	runErr := eng.Run(context.Background())
 	elapsed := time.Since(start)
@@ -267,5 +272,52 @@ func BenchmarkRetryTail(b *testing.B) {
 		}
 		fmt.Printf("retry tail: %d rows at %d/s with 5%% transient errors took %.1f s = %.3f× the ideal %.1f s of rows ÷ (0.95 × rate) (target ≤ 1.02×; pace %.1f/s), %.3f× rows ÷ rate; 130429 answers %d (target 0); largest second by arrival %d (limit %d; the strict window counts the failed requests too); %s [%s]\n",
 			rows, rate, r.elapsed.Seconds(), ratio, ideal.Seconds(), pace.Paced(rate), r.elapsed.Seconds()/bare.Seconds(), r.throttled, most, rate, lost, verdict)
+	}
+}
+
+// throttleLog keeps when each throttled request left, for
+// BULKSEND_BENCH_THROTTLES: which episodes a campaign's throttles came in.
+type throttleLog struct {
+	mu    sync.Mutex
+	first time.Time // the first request's departure
+	at    map[string][]time.Time
+}
+
+func (l *throttleLog) Attempted(a engine.Attempt) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.first.IsZero() || a.At.Before(l.first) {
+		l.first = a.At
+	}
+	if a.Class == campaign.Throttled.String() {
+		if l.at == nil {
+			l.at = map[string][]time.Time{}
+		}
+		l.at[a.Sender] = append(l.at[a.Sender], a.At)
+	}
+}
+
+func (l *throttleLog) Waited(string, time.Duration) {}
+
+// print writes each number's throttles by the tenth of a second of the
+// run they left in: "0.7:16" is 16 throttled requests that left from 0.7 s.
+func (l *throttleLog) print() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for n, ts := range l.at {
+		tenths := map[int]int{}
+		last := 0
+		for _, t := range ts {
+			k := int(t.Sub(l.first) / (100 * time.Millisecond))
+			tenths[k]++
+			last = max(last, k)
+		}
+		var b strings.Builder
+		for k := 0; k <= last; k++ {
+			if tenths[k] > 0 {
+				fmt.Fprintf(&b, " %.1f:%d", float64(k)/10, tenths[k])
+			}
+		}
+		fmt.Printf("  throttles of %s by when they left (s:count):%s\n", n, b.String())
 	}
 }

@@ -30,6 +30,11 @@
 //     number); or, when that count is already at its pace, widens the
 //     headroom (the path bunches arrivals more than one message), for as
 //     long as throttles keep coming: after a quiet spell it narrows again;
+//   - at the end of a run's first throttle episode (a round trip later)
+//     it counts what the API accepted before the throttled send, and
+//     lowers the limit there if that is less: at a run's start, new
+//     connections reorder requests, and some that left before the
+//     throttled one arrived after it;
 //   - the sends that were in flight when a throttle showed a lower limit
 //     went at the rate before it and are throttled too; they still count,
 //     so the next send waits until the API's second has really drained;
@@ -224,12 +229,17 @@ type number struct {
 	trialTo      float64       // the limit the trial tests
 	quiet        time.Duration // quiet time after a throttle before a trial
 
-	open       bool      // a throttle episode has no answer yet from a send after it
-	throttles  int       // throttled answers in the episode
-	bunched    bool      // the episode may be bunching, not a lower limit
-	before     float64   // the limit before the episode
-	lowered    time.Time // when a throttle last lowered the limit
-	unreported bool      // a lowered limit not yet reported
+	open      bool    // a throttle episode has no answer yet from a send after it
+	throttles int     // throttled answers in the episode
+	bunched   bool    // the episode may be bunching, not a lower limit
+	before    float64 // the limit before the episode
+	// When the send that began the run's first throttle episode left, if
+	// within the first second of sends (zero: none, or a shared book's):
+	// what the API accepted before it is counted again (recount).
+	episodeLeft time.Time
+	began       time.Time // the number's first send
+	lowered     time.Time // when a throttle last lowered the limit
+	unreported  bool      // a lowered limit not yet reported
 
 	// standard is what every number of the channel accepts a second
 	// (Standard); proven: this one was seen to accept more.
@@ -390,6 +400,9 @@ func (n *number) index(seq uint64) int {
 // holdFor says.
 func (n *number) record(from string, at time.Time, cost int) Send {
 	s := Send{From: from, At: at, Cost: cost, seq: n.next}
+	if n.next == 0 {
+		n.began = at
+	}
 	hold := n.holdFor(cost)
 	for range cost {
 		n.log = append(n.log, entry{at: at, hold: hold})
@@ -725,6 +738,11 @@ func (n *number) answered(s Send, v Verdict, now time.Time) (Change, bool) {
 		}
 		n.throttled(s, now)
 	}
+	at := s.At
+	if i := n.index(s.seq); i >= 0 {
+		at = n.log[i].at
+	}
+	n.recount(at, now)
 	if n.unreported {
 		n.unreported = false
 		return Change{From: s.From, Limit: n.learned, Ceiling: n.ceiling}, true
@@ -848,6 +866,9 @@ func (n *number) throttled(s Send, now time.Time) {
 		return
 	}
 	n.open, n.throttles, n.bunched = true, 1, false
+	if !s.shared && n.limit >= n.ceiling && left.Sub(n.began) < time.Second-reorder {
+		n.episodeLeft = left
+	}
 	if n.raises == 0 && now.Sub(n.lowered) > 2*time.Second && float64(full-1) >= paced-1 {
 		// This number sent no more than its pace at a limit that neither a
 		// probe raised nor a throttle just lowered, yet the API had its
@@ -867,6 +888,47 @@ func (n *number) throttled(s Send, now time.Time) {
 	n.endTrial()
 	n.adjusted, n.lastRaise, n.raises = now, now, 0
 	n.setLimit(now)
+}
+
+// reorder is how far apart in departure two requests of a number may be
+// and still reach the API in the other order: a new connection's dial, a
+// goroutine scheduled late.
+const reorder = 25 * time.Millisecond
+
+// recount counts again, once the API has answered the sends that left up
+// to reorder after the one that began the run's first throttle episode,
+// what it accepted of those that left before: the limit becomes that, if
+// it is less. The episode's own count (seen) took every send that left
+// before the throttled one, answered or not: that is all it could know
+// when the throttle came, but at a run's start (new connections) sends
+// that left before the throttled one can arrive after it, and be
+// throttled. Told 1,000 on 80, the first episode showed 83, and the next,
+// a second later, took 17 throttles to show 80; told 400 on 300, one
+// number's second episode took 61. Only the first: later episodes start
+// from a full second, in which the API takes a send as another leaves it,
+// so the accepted sends around a throttled one tell less than seen does.
+// last is when the send just answered left.
+func (n *number) recount(last, now time.Time) {
+	left := n.episodeLeft
+	if left.IsZero() || !last.After(left.Add(reorder)) {
+		return
+	}
+	n.episodeLeft = time.Time{}
+	if now.Sub(n.began) >= 2*time.Second {
+		return // the record holds two seconds: some of it is gone
+	}
+	to := left.Add(reorder)
+	took := 0
+	for _, e := range n.log[n.head:] {
+		if e.state == answered && !e.at.After(to) {
+			took++
+		}
+	}
+	if l := max(1, float64(took)) / n.share; l < n.limit {
+		n.limit, n.lowered = l, now
+		n.showed(l)
+		n.setLimit(now)
+	}
 }
 
 // presume marks the sends not answered yet that left at or after left, a
