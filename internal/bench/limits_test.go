@@ -156,7 +156,7 @@ func (r limitRun) share(allows map[string]float64) float64 {
 func (r limitRun) perNumber(allows map[string]float64) string {
 	var parts []string
 	for n, a := range r.achieved {
-		parts = append(parts, fmt.Sprintf("%s %.1f/s of %.0f (learned %.0f, largest second by arrival %d)", n, a, allows[n], r.limits[n], r.arrivals[n]))
+		parts = append(parts, fmt.Sprintf("%s %.1f/s of %.0f (limit at the end %.1f, largest second by arrival %d)", n, a, allows[n], r.limits[n], r.arrivals[n]))
 	}
 	return strings.Join(parts, ", ")
 }
