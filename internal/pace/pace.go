@@ -30,11 +30,11 @@
 //     number); or, when that count is already at its pace, widens the
 //     headroom (the path bunches arrivals more than one message), for as
 //     long as throttles keep coming: after a quiet spell it narrows again;
-//   - at the end of a run's first throttle episode (a round trip later)
-//     it counts what the API accepted before the throttled send, and
-//     lowers the limit there if that is less: at a run's start, new
-//     connections reorder requests, and some that left before the
-//     throttled one arrived after it;
+//   - once the sends that left just after a run's first throttled one
+//     are answered, it counts what the API accepted before it, and lowers
+//     the limit there if that is less: at a run's start, new connections
+//     reorder requests, and some that left before the throttled one
+//     arrived after it;
 //   - the sends that were in flight when a throttle showed a lower limit
 //     went at the rate before it and are throttled too; they still count,
 //     so the next send waits until the API's second has really drained;
@@ -914,8 +914,10 @@ func (n *number) recount(last, now time.Time) {
 		return
 	}
 	n.episodeLeft = time.Time{}
-	if now.Sub(n.began) >= 2*time.Second {
-		return // the record holds two seconds: some of it is gone
+	if n.bunched || now.Sub(n.began) >= 2*time.Second {
+		// Bunching: the episode's end restores the limit. Or the record,
+		// which holds two seconds, has lost some of the first.
+		return
 	}
 	to := left.Add(reorder)
 	took := 0
