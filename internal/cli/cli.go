@@ -82,9 +82,11 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	// Undocumented, for internal/bench: an execution trace (go tool trace).
 	if path := os.Getenv("BULKSEND_TRACE"); path != "" {
-		if f, err := os.Create(path); err == nil && trace.Start(f) == nil {
+		if f, err := os.Create(path); err == nil {
 			defer f.Close()
-			defer trace.Stop()
+			if trace.Start(f) == nil {
+				defer trace.Stop()
+			}
 		}
 	}
 	return runMain(args, ios)

@@ -738,11 +738,9 @@ func (n *number) answered(s Send, v Verdict, now time.Time) (Change, bool) {
 		}
 		n.throttled(s, now)
 	}
-	at := s.At
-	if i := n.index(s.seq); i >= 0 {
-		at = n.log[i].at
+	if !n.episodeLeft.IsZero() {
+		n.recount(n.leftAt(s), now)
 	}
-	n.recount(at, now)
 	if n.unreported {
 		n.unreported = false
 		return Change{From: s.From, Limit: n.learned, Ceiling: n.ceiling}, true
@@ -841,8 +839,9 @@ func (n *number) throttled(s Send, now time.Time) {
 	// then what the API kept of this number's is the measure, not what it
 	// was sent.
 	full := seen + max(s.Cost, 1)
+	left := n.leftAt(s)
 	if now.Sub(n.lowered) < 2*time.Second && n.limit < n.ceiling && full <= n.allowed(n.limit)+1 {
-		if n.heldOver(s) > kept || seen+n.lagging(s)+max(s.Cost, 1) > n.allowed(n.limit)+1 {
+		if held, lag := n.leftovers(left); held > kept || full+lag > n.allowed(n.limit)+1 {
 			// Not another sender's share either when the API's second may
 			// hold this number's own sends the record has let go: the
 			// API counts a request until a second after it arrived, and
@@ -855,7 +854,7 @@ func (n *number) throttled(s Send, now time.Time) {
 			// way, the limit fell to 1.5 for one seed of six; told 400 on
 			// 300, to 211-215 for all six. It shows nothing of the limit:
 			// the sends booked until now are this throttle's.
-			n.presume(n.log[n.index(s.seq)].at)
+			n.presume(left)
 			n.adjusted = now
 			return
 		}
@@ -863,10 +862,7 @@ func (n *number) throttled(s Send, now time.Time) {
 	}
 	// The pace the second before s was sent at: a second after the warm
 	// up it still holds sends of its wider headroom.
-	paced, left := float64(n.pace()), s.At
-	if i := n.index(s.seq); i >= 0 {
-		left = n.log[i].at
-	}
+	paced := float64(n.pace())
 	if !n.warmUntil.IsZero() || left.Sub(n.warmed) < time.Second {
 		paced = n.paced(2 * n.widen)
 	}
@@ -950,41 +946,35 @@ func (n *number) recount(last, now time.Time) {
 	}
 }
 
-// heldOver counts the parts in the second before s left that left before
-// the last throttle episode was answered (adjusted) and were throttled,
-// or are presumed to be.
-func (n *number) heldOver(s Send) int {
-	i := n.index(s.seq)
-	if i < 0 {
-		return 0
+// leftAt is when s really left (Left), or was booked to if the record no
+// longer holds it.
+func (n *number) leftAt(s Send) time.Time {
+	if i := n.index(s.seq); i >= 0 {
+		return n.log[i].at
 	}
-	left := n.log[i].at
-	cut := left.Add(-time.Second)
-	c := 0
-	for _, e := range n.log[n.head:] {
-		if (e.state == throttled || e.state == presumed) && e.at.After(cut) && e.at.Before(left) && e.at.Before(n.adjusted) {
-			c++
-		}
-	}
-	return c
+	return s.At
 }
 
-// lagging counts the parts that left in the reorder before the second
-// before s left, within the run's first second of sends (new
-// connections): the API may count them still.
-func (n *number) lagging(s Send) int {
-	i := n.index(s.seq)
-	if i < 0 {
-		return 0
-	}
-	cut := n.log[i].at.Add(-time.Second)
-	c := 0
+// leftovers counts, for a send that left at left, the parts the API may
+// still count that tell nothing of what it accepts: held, those in the
+// second before left that left before the last throttle episode was
+// answered (adjusted) and were throttled, or are presumed to be; lag,
+// those of the run's first second (new connections) that left in the
+// reorder before that second.
+func (n *number) leftovers(left time.Time) (held, lag int) {
+	cut := left.Add(-time.Second)
+	first := n.began.Add(time.Second)
 	for _, e := range n.log[n.head:] {
-		if e.counts() && e.at.After(cut.Add(-reorder)) && !e.at.After(cut) && e.at.Before(n.began.Add(time.Second)) {
-			c++
+		switch {
+		case e.at.After(cut) && e.at.Before(left):
+			if (e.state == throttled || e.state == presumed) && e.at.Before(n.adjusted) {
+				held++
+			}
+		case e.counts() && e.at.After(cut.Add(-reorder)) && !e.at.After(cut) && e.at.Before(first):
+			lag++
 		}
 	}
-	return c
+	return held, lag
 }
 
 // presume marks the sends not answered yet that left at or after left, a
