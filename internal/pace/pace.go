@@ -77,6 +77,7 @@ const (
 	narrowLag  = 10 * time.Second     // widened headroom halves after this long without a throttle
 	maxTrial   = 16                   // parts over the limit a trial may add, at most: a trial that fails costs as many throttles
 	provePoll  = 5 * time.Millisecond // a send held for a number's proof asks again after this
+	probeNear  = probeEvery / 4       // between trials that pass near a shown limit: a part a second each
 
 	// A throttle that the number's own pace does not explain rests it:
 	// 500 ms, doubling while they keep coming, at most 30 s; after 10 s
@@ -338,12 +339,17 @@ const (
 // what a strict window of that limit holds (2 at 2.5/s; the limit itself
 // below 50/s, where the headroom is less than a message).
 func (n *number) allowed(limit float64) int {
-	if math.IsInf(limit, 1) {
-		return math.MaxInt
-	}
 	w := n.widen
 	if !n.warmUntil.IsZero() {
 		w *= 2
+	}
+	return n.allowedAt(limit, w)
+}
+
+// allowedAt is allowed with the headroom widened w times.
+func (n *number) allowedAt(limit, w float64) int {
+	if math.IsInf(limit, 1) {
+		return math.MaxInt
 	}
 	limit *= n.share
 	p := max(limit-headroom(limit, w), limit*0.5)
@@ -700,6 +706,9 @@ func (n *number) answered(s Send, v Verdict, now time.Time) (Change, bool) {
 		n.settle(now)
 	}
 	trial := n.trial && slices.Contains(n.trialSeqs, s.seq)
+	// A send that left after a trial's first one, throttled, went into the
+	// second the trial filled: the trial's failure, not bunching.
+	duringTrial := n.trial && len(n.trialSeqs) > 0 && s.seq > n.trialSeqs[0]
 	switch v {
 	case Counted:
 		if i := n.index(s.seq); i >= 0 && n.log[i].beyond && !n.proven {
@@ -724,7 +733,7 @@ func (n *number) answered(s Send, v Verdict, now time.Time) (Change, bool) {
 		}
 	case Throttled:
 		n.mark(s, throttled)
-		if trial {
+		if trial || duringTrial {
 			// The trial went over the limit: the limit stays, and the next
 			// trial waits twice as long. The sends that left with or after
 			// this one went into the same full second: throttles of theirs
@@ -1045,40 +1054,64 @@ func (n *number) showed(l float64) {
 // at once, outside the bucket, until the second holds what the limit a
 // step higher allows (tryOver). When the API accepts them all, the limit
 // is raised by the step (trialAnswered), and the next step, a second
-// later, is twice as large, never above the ceiling. When it throttles
-// one, the limit stays, that counts as a show of it, and the next trial
+// later, is twice as large, never above the ceiling; near a limit the
+// last throttles showed, a step is one part a second (nearShown). When
+// it throttles, or throttles a send that left after the trial's first,
+// the limit stays, that counts as a show of it, and the next trial
 // waits twice as long (up to maxQuiet). Raising the pace itself, as a
 // kinder count allows, would send at a rate the number may not accept for
 // the round trip until the first throttle's answer: under a strict count
 // every send of that round trip is throttled (the throttled ones keep the
 // second full), tens of them where a trial costs one or two.
 func (n *number) probe(now time.Time) {
-	if n.trial || n.limit >= n.ceiling || n.open || now.Sub(n.lastThrottle) < n.quiet || now.Sub(n.lastRaise) < probeEvery {
+	every := probeEvery
+	if n.nearShown() {
+		every = probeNear
+	}
+	if n.trial || n.limit >= n.ceiling || n.open || now.Sub(n.lastThrottle) < n.quiet || now.Sub(n.lastRaise) < every {
 		return
 	}
 	step := max(0.5, 0.01*n.limit) * math.Pow(2, float64(n.raises))
 	to := min(n.ceiling, n.limit+step)
 	// The trial tests one part more than pacing at the higher limit puts
-	// in a second, so that it keeps a part of headroom once raised.
-	extra := n.allowed(to) - n.allowed(n.limit) + 1
-	if extra < 2 {
+	// in a second, so that it keeps a part of headroom once raised; at its
+	// narrowest headroom, for a widened one narrows again (narrow): a
+	// trial of what the widened pace puts there raised a number told 400
+	// on 300 to 301, where pacing fills the API's second, and the first
+	// throttle then came in a storm (every send of a round trip finds the
+	// second full, its throttled ones keeping it so: 60-160 throttles, and
+	// the limit learned at 174-240 after them).
+	base := n.allowedAt(n.limit, 1)
+	target := n.allowedAt(to, 1) + 1
+	if target-1 <= base {
 		// Within the same sends a second: nothing to try.
 		n.limit = to
 		n.raised(now)
 		return
 	}
-	if n.raises == 0 && extra > 2 {
-		// The first step after a throttle tries one part more a second:
-		// a number at the limit it was learned at fails every such trial,
-		// and each part over costs a throttle. The steps after one that
-		// passed grow as before.
-		if one := min(n.ceiling, n.limit+1); n.allowed(one) == n.allowed(n.limit)+1 {
-			to, extra = one, 2
+	if (n.raises == 0 || n.nearShown()) && target-1 > base+1 {
+		// The first step after a throttle, and every step while the limit
+		// is within a few parts of what the last throttles showed, tries
+		// one part more a second, a quarter of a second after the last
+		// that passed: a number at the limit it was learned at fails every
+		// such trial, and each part over costs a throttle (told 400 on
+		// 300 and learned 298, a trial passed at 299 and the doubled step
+		// after it tested 305: five throttles). Further from it, the steps
+		// after one that passed grow as before: the limit may have come
+		// back.
+		if one := min(n.ceiling, n.limit+1); n.allowedAt(one, 1) == base+1 {
+			to, target = one, base+2
 		}
 	}
 	n.trial, n.trialTo = true, to
-	n.trialTarget, n.reached = n.allowed(n.limit)+min(extra, maxTrial), false
+	n.trialTarget, n.reached = min(target, n.allowed(n.limit)+maxTrial), false
 	n.trialPending, n.trialSeqs = 0, n.trialSeqs[:0]
+}
+
+// nearShown reports whether the limit is within 2% (two parts at least)
+// above what the last throttle episode showed, or below it.
+func (n *number) nearShown() bool {
+	return n.shown > 0 && n.limit < n.shown+max(2, 0.02*n.shown)
 }
 
 // trialAnswered counts a trial send's answer: passed, or throttled.

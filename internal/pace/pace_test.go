@@ -1334,3 +1334,107 @@ func TestLeftoversOfAnEpisodeAreNotAShare(t *testing.T) {
 		}
 	}
 }
+
+// TestTrialsNearALearnedLimitCostOneEach: a number whose limit was learned
+// three below its real one (seeded 297 on 300) probes back up a part a
+// second at a time, and each trial over its real limit costs one
+// throttle: a step that doubled after the first pass tested 305 and cost
+// five.
+func TestTrialsNearALearnedLimitCostOneEach(t *testing.T) {
+	p := New(400)
+	p.Seed("A", 297, t0)
+	a := newAPI(t, 400, 200*time.Millisecond, fixed(map[string]int{"A": 300}))
+	a.p = p
+	a.run(60*time.Second, "A")
+	// The throttles by the tenth of a second they came in: one each.
+	tenths := map[int]int{}
+	for _, at := range a.throttledAt["A"] {
+		tenths[int(at.Sub(t0)/(100*time.Millisecond))]++
+	}
+	for k, c := range tenths {
+		if c > 1 {
+			t.Errorf("%d throttles at %.1f s, want a trial to cost one", c, float64(k)/10)
+		}
+	}
+	if th := a.throttle["A"]; th == 0 || th > 8 {
+		t.Errorf("%d throttled in 60 s, want a trial's one every 10 s or so", th)
+	}
+	if l := p.Limit("A"); l < 299 || l > 300 {
+		t.Errorf("limit at the end %.1f, want 299-300", l)
+	}
+	if r := a.rate("A", 10*time.Second, 60*time.Second); r < 0.985*300 {
+		t.Errorf("%.1f/s accepted after 10 s, want ≥ %.1f", r, 0.985*300)
+	}
+	if t.Failed() {
+		a.trace("A")
+	}
+}
+
+// TestTrialTestsTheNarrowestHeadroom: a number whose headroom is widened
+// tests, in a trial, one part more than it will send at the higher limit
+// once the headroom narrows again, not at the widened pace: a trial that
+// passed at the widened pace raised it to its real limit plus one.
+func TestTrialTestsTheNarrowestHeadroom(t *testing.T) {
+	p := New(400)
+	p.Seed("A", 300, t0)
+	n := p.numbers["A"]
+	n.widen = 2
+	n.setLimit(t0)
+	now := t0.Add(time.Minute)
+	n.probe(now)
+	if !n.trial {
+		t.Fatal("no trial after a quiet minute")
+	}
+	if want := n.allowedAt(n.trialTo, 1) + 1; n.trialTarget != want {
+		t.Errorf("trial of %.1f tests %d parts a second (widened pace %d), want %d", n.trialTo, n.trialTarget, n.allowed(n.trialTo), want)
+	}
+}
+
+// TestThrottleDuringATrialIsTheTrials: a send that left after a trial's
+// first one and was throttled went into the second the trial filled: the
+// trial failed, the limit stays, and the headroom is not widened as if
+// arrivals bunched.
+func TestThrottleDuringATrialIsTheTrials(t *testing.T) {
+	p := New(400)
+	p.Seed("A", 300, t0)
+	now := t0.Add(30 * time.Second)
+	var trial []Send
+	var after Send
+	// Fill a second at the pace, then book what the trial lets over it and
+	// one ordinary send after them.
+	for end := now.Add(2 * time.Second); now.Before(end); {
+		s, wait, ok := p.Reserve("A", now)
+		now = now.Add(wait)
+		if !ok {
+			continue
+		}
+		n := p.numbers["A"]
+		switch {
+		case n.trial && slices.Contains(n.trialSeqs, s.seq):
+			trial = append(trial, s)
+		case len(trial) > 0 && after.At.IsZero():
+			after = s
+		default:
+			p.Answered(s, Counted, now.Add(time.Millisecond))
+		}
+		if !after.At.IsZero() {
+			break
+		}
+	}
+	if len(trial) == 0 || after.At.IsZero() {
+		t.Fatalf("no trial sends (%d) or none after them", len(trial))
+	}
+	limit := p.Limit("A")
+	p.Answered(trial[0], Counted, now.Add(200*time.Millisecond))
+	p.Answered(after, Throttled, now.Add(201*time.Millisecond))
+	n := p.numbers["A"]
+	if n.trial {
+		t.Error("the trial is still open after a throttle in its second")
+	}
+	if l := p.Limit("A"); l != limit {
+		t.Errorf("limit %v after the trial failed, want %v", l, limit)
+	}
+	if w := p.Headroom("A"); w != 1 {
+		t.Errorf("headroom ×%v, want ×1: the trial's throttle is not bunching", w)
+	}
+}
