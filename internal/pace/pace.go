@@ -1079,17 +1079,17 @@ func (n *number) probe(now time.Time) {
 	// trial of what the widened pace puts there raised a number told 400
 	// on 300 to 301, where pacing fills the API's second, and the first
 	// throttle then came in a storm (every send of a round trip finds the
-	// second full, its throttled ones keeping it so: 60-160 throttles, and
-	// the limit learned at 174-240 after them).
-	base := n.allowedAt(n.limit, 1)
-	target := n.allowedAt(to, 1) + 1
-	if target-1 <= base {
+	// second full, its throttled ones keeping it so: 57-124 throttles a
+	// number, and the limit learned at 174-240 after them).
+	base, higher := n.allowedAt(n.limit, 1), n.allowedAt(to, 1)
+	target := higher + 1
+	if higher <= base {
 		// Within the same sends a second: nothing to try.
 		n.limit = to
 		n.raised(now)
 		return
 	}
-	if (n.raises == 0 || n.nearShown()) && target-1 > base+1 {
+	if (n.raises == 0 || n.nearShown()) && higher > base+1 {
 		// The first step after a throttle, and every step while the limit
 		// is within a few parts of what the last throttles showed, tries
 		// one part more a second, a quarter of a second after the last
