@@ -78,6 +78,7 @@ const (
 	maxTrial   = 16                   // parts over the limit a trial may add, at most: a trial that fails costs as many throttles
 	provePoll  = 5 * time.Millisecond // a send held for a number's proof asks again after this
 	probeNear  = probeEvery / 4       // between trials that pass near a shown limit: a part a second each
+	trialAfter = 5 * time.Millisecond // a trial send leaves this long after the latest send booked: that one may leave late (tryOver)
 
 	// A throttle that the number's own pace does not explain rests it:
 	// 500 ms, doubling while they keep coming, at most 30 s; after 10 s
@@ -534,7 +535,7 @@ func (p *Pacer) ReserveN(from string, now time.Time, cost int) (s Send, wait tim
 	// its own share of the second.
 	if p.book == nil {
 		if s, ok := n.tryOver(from, now, cost); ok {
-			return s, 0, true
+			return s, s.At.Sub(now), true
 		}
 	}
 	first := n.lim.ReserveN(now, 1)
@@ -595,18 +596,43 @@ func (n *number) beyondInFlight() int {
 }
 
 // tryOver books a trial's send (see probe): until a trial's sends have
-// taken the second to what it tests, a send whose parts would take it
-// over what the limit allows, but not over that, leaves at once, outside
-// the token bucket.
+// taken the second to what it tests, a send whose parts would take the
+// second over what the limit allows leaves outside the token bucket,
+// trialAfter after the latest send booked (at once if that left), as long
+// as the second it leaves in holds no more than the trial tests.
+// A worker books its slot ahead of time: a trial send that left before
+// it put the booked send last in the trial's second, the API throttled
+// that one, and the pacer took the throttle for its pace's (told 1,000 on
+// 80: the limit fell to 79 and the headroom doubled) while the trial,
+// its own sends accepted, passed.
 func (n *number) tryOver(from string, now time.Time, cost int) (Send, bool) {
 	if !n.trial || n.reached {
 		return Send{}, false
 	}
-	count, _ := n.window(now)
-	if count+cost <= n.allowed(n.limit) || count+cost > n.trialTarget {
+	if full, _ := n.window(now); full+cost <= n.allowed(n.limit) {
 		return Send{}, false
 	}
-	s := n.record(from, now, cost)
+	// With the trial's first send, after the latest other send booked,
+	// even one due before now: its worker may not have sent it yet.
+	leave := now
+	if len(n.trialSeqs) > 0 {
+		if i := n.index(n.trialSeqs[0]); i >= 0 && n.log[i].at.After(leave) {
+			leave = n.log[i].at
+		}
+	}
+	for j := n.win; j < len(n.log); j++ {
+		at := n.log[j].at.Add(trialAfter)
+		if n.log[j].state == pending && at.After(leave) && !slices.Contains(n.trialSeqs, n.first+uint64(j-n.head)) {
+			leave = at
+		}
+	}
+	// What the second holds when the trial's sends leave: parts may have
+	// left it since now.
+	count, _ := n.window(leave)
+	if count+cost > n.trialTarget {
+		return Send{}, false
+	}
+	s := n.record(from, leave, cost)
 	n.reached = count+cost == n.trialTarget
 	n.trialPending++
 	n.trialSeqs = append(n.trialSeqs, s.seq)
@@ -1051,8 +1077,8 @@ func (n *number) showed(l float64) {
 
 // probe starts a trial of a lowered limit after a quiet spell (n.quiet
 // since the last throttle): the next sends that find the second full go
-// at once, outside the bucket, until the second holds what the limit a
-// step higher allows (tryOver). When the API accepts them all, the limit
+// outside the bucket, just after the sends booked before them, until the
+// second holds what the limit a step higher allows (tryOver). When the API accepts them all, the limit
 // is raised by the step (trialAnswered), and the next step, a second
 // later, is twice as large, never above the ceiling; near a limit the
 // last throttles showed, a step is one part a second (nearShown). When

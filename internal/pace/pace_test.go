@@ -1438,3 +1438,55 @@ func TestThrottleDuringATrialIsTheTrials(t *testing.T) {
 		t.Errorf("headroom ×%v, want ×1: the trial's throttle is not bunching", w)
 	}
 }
+
+// TestTrialSendsLeaveLast: a trial's sends leave after every send booked
+// before them. A worker books its slot ahead of time; a trial send booked
+// at once by another worker left before it, the API throttled the
+// booked one in the trial's full second, and the pacer took that for a
+// throttle of its pace (limit 80 → 79 told 1,000 on 80, headroom
+// doubled) while the trial, its own sends accepted, passed.
+func TestTrialSendsLeaveLast(t *testing.T) {
+	p := New(400)
+	p.Seed("A", 300, t0)
+	start := t0.Add(30 * time.Second)
+	// Two workers, each booking its next slot as soon as its last send
+	// left, as the engine's do: one books ahead while the other asks.
+	free := []time.Time{start, start.Add(time.Millisecond)}
+	trials := 0
+	var latest time.Time
+	var inFlight []Send
+	for {
+		w := 0
+		if free[1].Before(free[0]) {
+			w = 1
+		}
+		now := free[w]
+		if now.After(start.Add(3 * time.Second)) {
+			break
+		}
+		inFlight = slices.DeleteFunc(inFlight, func(s Send) bool {
+			if s.At.Add(200 * time.Millisecond).After(now) {
+				return false
+			}
+			p.Answered(s, Counted, now)
+			return true
+		})
+		s, wait, ok := p.Reserve("A", now)
+		free[w] = now.Add(max(wait, time.Microsecond))
+		if !ok {
+			continue
+		}
+		if slices.Contains(p.numbers["A"].trialSeqs, s.seq) {
+			trials++
+			if !s.At.After(latest) {
+				t.Fatalf("trial send %d leaves at %v, not after a send booked before it at %v", s.seq, s.At.Sub(t0), latest.Sub(t0))
+			}
+		} else if s.At.After(latest) {
+			latest = s.At
+		}
+		inFlight = append(inFlight, s)
+	}
+	if trials == 0 {
+		t.Fatal("no trial in 3 s")
+	}
+}
