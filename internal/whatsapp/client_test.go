@@ -9,7 +9,9 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -364,5 +366,38 @@ func TestSendConfigError(t *testing.T) {
 		if !errors.As(err, &se) || se.Class != campaign.Fatal || hit {
 			t.Errorf("API %q policy %q: err %v, request sent %v; want a fatal error before sending", c.API, c.ProductPolicy, err, hit)
 		}
+	}
+}
+
+// TestSendFollowsNoRedirect: a send's POST answered with a redirect is not
+// sent again where it points (http.Client.Do re-POSTed a 307 or 308, and
+// a message the first address took would go twice; a loop of them ended
+// in doubt after 11 posts): the run stops, saying where the URL points.
+func TestSendFollowsNoRedirect(t *testing.T) {
+	for _, status := range []int{http.StatusMovedPermanently, http.StatusTemporaryRedirect, http.StatusPermanentRedirect} {
+		t.Run(strconv.Itoa(status), func(t *testing.T) {
+			var posts atomic.Int32
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				posts.Add(1)
+				http.Redirect(w, r, "/elsewhere", status)
+			}))
+			defer srv.Close()
+			c := &Client{BaseURL: srv.URL, Version: "v23.0", Token: "tok", HTTP: NewHTTPClient(1)}
+			_, err := c.Send(context.Background(), msg)
+			var se *campaign.SendError
+			if !errors.As(err, &se) || se.Class != campaign.Fatal {
+				t.Fatalf("err = %v, want a fatal refusal: every send would get it", err)
+			}
+			if !strings.Contains(err.Error(), "/elsewhere") {
+				t.Errorf("err = %v, want it to say where the URL redirects", err)
+			}
+			var api *APIError
+			if !errors.As(err, &api) || api.HTTPStatus != status {
+				t.Errorf("err = %v, want the API's HTTP %d", err, status)
+			}
+			if n := posts.Load(); n != 1 {
+				t.Errorf("%d requests reached the server, want 1", n)
+			}
+		})
 	}
 }
