@@ -185,10 +185,11 @@ var jsonType = []string{"application/json"}
 
 // roundTrip sends a send's POST on the HTTP client's transport itself
 // when the client adds nothing to it (no timeout, cookie jar or redirect
-// policy of its own): http.Client.Do copies the request's header and URL
-// for redirects, which a send never follows, and at 5,000 sends a second
-// those copies were a sixth of what the run's garbage collector ran for.
-// A redirect answer is then an answer like any other (refused).
+// policy of its own). http.Client.Do follows redirects: it re-POSTed a
+// send answered 307 or 308, and a message the first address took would go
+// twice. It also copies every request's header for them, about 5% of what
+// a run sending 5,000 a second allocated. A redirect is an answer here,
+// and post stops the run with it.
 func (c *Client) roundTrip(req *http.Request) (*http.Response, error) {
 	hc := c.httpClient()
 	if hc.Timeout != 0 || hc.Jar != nil || hc.CheckRedirect != nil {
