@@ -1078,9 +1078,10 @@ func (n *number) showed(l float64) {
 // probe starts a trial of a lowered limit after a quiet spell (n.quiet
 // since the last throttle): the next sends that find the second full go
 // outside the bucket, just after the sends booked before them, until the
-// second holds what the limit a step higher allows (tryOver). When the API accepts them all, the limit
-// is raised by the step (trialAnswered), and the next step, a second
-// later, is twice as large, never above the ceiling; near a limit the
+// second holds what the limit a step higher allows (tryOver). When the API
+// accepts them all, the limit is raised by the step (trialAnswered), and
+// the next step, a second later, is twice as large, never above the
+// ceiling; near a limit the
 // last throttles showed, a step is one part a second (nearShown). When
 // it throttles, or throttles a send that left after the trial's first,
 // the limit stays, that counts as a show of it, and the next trial

@@ -166,9 +166,7 @@ var answers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
 // do sends req with the token, on c.HTTP or the default client.
 func (c *Client) do(req *http.Request) (*http.Response, error) {
-	if req.Header.Get("Authorization") == "" {
-		req.Header.Set("Authorization", "Bearer "+c.Token)
-	}
+	req.Header.Set("Authorization", "Bearer "+c.Token)
 	return c.httpClient().Do(req)
 }
 
