@@ -130,7 +130,7 @@ func sharedCase(b *testing.B, bin string, rs *redistest.Server, name string, num
 	st := sharedStats(b, url)
 	sb.Process.Signal(syscall.SIGTERM)
 	sb.Wait()
-	spans := acceptedSpans(b, accepted)
+	spans, _ := acceptedSpans(b, accepted)
 	fmt.Printf("shared budget, %s (%d rows each, --rate %d, --budget):\n", name, rows, sharedRate)
 	for _, n := range numbers {
 		s := spans[n]

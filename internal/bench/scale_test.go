@@ -3,6 +3,7 @@ package bench
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,7 +22,9 @@ import (
 	"time"
 
 	"github.com/bulksend/bulksend/internal/csvin"
+	"github.com/bulksend/bulksend/internal/engine"
 	"github.com/bulksend/bulksend/internal/pace"
+	"github.com/bulksend/bulksend/internal/store"
 )
 
 // The scale campaign: 5 sender numbers told --rate 1000, 10,000 rows
@@ -40,8 +44,9 @@ const (
 // acceptances over the span from its first to its last) against 1,000/s,
 // target ≥ 0.99, and against the pacer's own rate (pace.Paced: 1,000 less
 // its headroom); the largest one-second window of acceptances and the
-// strict window's own, by arrival (both ≤ 1,000), and the 130429 answers
-// (0). From the processes'
+// strict window's own, by arrival (both ≤ 1,000), the 130429 answers
+// (0), and how long after the run recorded each request leaving the
+// sandbox stamped its arrival (see arrivalDelays). From the processes'
 // rusage: the run's CPU per 1,000 messages (and without the import,
 // measured by a dry run of the same CSV), its peak RSS, and the sandbox's
 // CPU apart. Beside them, the floor: the CPU of a bare net/http client
@@ -52,12 +57,19 @@ const (
 // names a directory for CPU profiles of both processes (run-N.pprof,
 // sandbox-N.pprof), and execution traces beside them (run-N.trace) when
 // BULKSEND_BENCH_TRACE is set; BULKSEND_BENCH_KEEP a directory to keep the
-// sandbox's record of acceptances in (accepted-N.jsonl).
+// sandbox's record of acceptances in (accepted-N.jsonl), with the run's
+// checkpoint (scale-N.db) and stderr (run-N.stderr).
+// BULKSEND_BENCH_NUMBERS runs another count of numbers (at 1,000/s each,
+// 10 s): what the machine sustains when it is not the bound.
 func BenchmarkScale(b *testing.B) {
-	n := min(scaleRows, rowsFromEnv())
+	numbers := scaleNumbers
+	if v, err := strconv.Atoi(os.Getenv("BULKSEND_BENCH_NUMBERS")); err == nil && v > 0 {
+		numbers = v
+	}
+	n := min(numbers*scaleRate*10, rowsFromEnv())
 	bin := buildBinary(b)
 	dir := b.TempDir()
-	senders := make([]string, scaleNumbers)
+	senders := make([]string, numbers)
 	for i := range senders {
 		senders[i] = strconv.Itoa(1000001 + i)
 	}
@@ -121,16 +133,24 @@ func BenchmarkScale(b *testing.B) {
 			b.Fatalf("sandbox accepted %d of %d rows, %d twice", stats.Accepted, n, stats.Duplicates)
 		}
 
+		checkpoint := filepath.Join(dir, fmt.Sprintf("scale-%d.db", i))
 		if keep := os.Getenv("BULKSEND_BENCH_KEEP"); keep != "" {
-			data, err := os.ReadFile(accepted)
-			if err == nil {
-				err = os.WriteFile(filepath.Join(keep, filepath.Base(accepted)), data, 0o644)
+			err := os.WriteFile(filepath.Join(keep, fmt.Sprintf("run-%d.stderr", i)), runErr.Bytes(), 0o644)
+			for _, f := range []string{accepted, checkpoint} {
+				var data []byte
+				if err == nil {
+					data, err = os.ReadFile(f)
+				}
+				if err == nil {
+					err = os.WriteFile(filepath.Join(keep, filepath.Base(f)), data, 0o644)
+				}
 			}
 			if err != nil {
-				b.Fatalf("keeping the record of acceptances: %v", err)
+				b.Fatalf("keeping the run's record: %v", err)
 			}
 		}
-		spans := acceptedSpans(b, accepted)
+		spans, arrived := acceptedSpans(b, accepted)
+		delays := arrivalDelays(b, checkpoint, arrived)
 		minRate, sumRate := math.Inf(1), 0.0
 		for _, s := range senders {
 			r := spans[s].rate()
@@ -162,6 +182,8 @@ func BenchmarkScale(b *testing.B) {
 		b.ReportMetric(float64(maxWin), "max-1s-window")
 		b.ReportMetric(float64(maxArrivals), "max-1s-arrivals")
 		b.ReportMetric(float64(stats.Throttled), "throttled")
+		b.ReportMetric(ms(quantile(delays, 0.99)), "arrival-p99-ms")
+		b.ReportMetric(ms(quantile(delays, 0.999)), "arrival-p99.9-ms")
 		b.ReportMetric(per1k(runCPU), "run-CPU-s/1k")
 		b.ReportMetric(per1k(runCPU-importCPU), "send-CPU-s/1k")
 		b.ReportMetric(per1k(sbCPU), "sandbox-CPU-s/1k")
@@ -170,17 +192,21 @@ func BenchmarkScale(b *testing.B) {
 		b.ReportMetric(bareClient, "bare-client-CPU-s/1k")
 		b.ReportMetric(per1k(runCPU-importCPU)/bareClient, "x-bare-client")
 
-		fmt.Printf("scale %d×%d/s, %d rows, load average %s → %s\n", scaleNumbers, scaleRate, n, load, loadAvg())
+		fmt.Printf("scale %d×%d/s, %d rows, load average %s → %s\n", numbers, scaleRate, n, load, loadAvg())
 		fmt.Printf("scale: achieved per number min %.1f, mean %.1f msg/s = %.4f (min) %.4f (mean) of %d/s (target ≥ 0.99); of the pacer's %.0f/s %.4f (min)\n",
 			minRate, meanRate, minRate/scaleRate, meanRate/scaleRate, scaleRate, pacer, minRate/pacer)
 		fmt.Printf("scale: all numbers %.0f msg/s from the first acceptance to the last (target %d); run wall time %.1fs\n",
-			total, scaleNumbers*scaleRate, wall.Seconds())
+			total, numbers*scaleRate, wall.Seconds())
 		fmt.Printf("scale: largest one-second window %d (limit %d), by arrival (the strict window: every request) %d; 130429 answers %d (target 0)\n",
 			maxWin, scaleRate, maxArrivals, stats.Throttled)
+		fmt.Printf("scale: each request reached the sandbox p50 %.1f, p90 %.1f, p99 %.1f, p99.9 %.1f, max %.1f ms after the run recorded it leaving (to the ms); "+
+			"at %d/s each ms of spread lets a second by arrival hold one more than the pacer's own, whose headroom is %.0f\n",
+			ms(quantile(delays, 0.5)), ms(quantile(delays, 0.9)), ms(quantile(delays, 0.99)), ms(quantile(delays, 0.999)), ms(quantile(delays, 1)),
+			scaleRate, scaleRate-pacer)
 		fmt.Printf("scale: run CPU %.2fs = %.3fs per 1,000 messages (import alone %.2fs by a dry run; sending %.3fs per 1,000); peak RSS %.0f MB\n",
 			runCPU, per1k(runCPU), importCPU, per1k(runCPU-importCPU), rss)
 		fmt.Printf("scale: sandbox CPU %.2fs = %.3fs per 1,000 messages; both processes %.3fs per 1,000 (2 cores at %d/s allow %.3f)\n",
-			sbCPU, per1k(sbCPU), per1k(runCPU+sbCPU), scaleNumbers*scaleRate, 2000.0/(scaleNumbers*scaleRate))
+			sbCPU, per1k(sbCPU), per1k(runCPU+sbCPU), numbers*scaleRate, 2000.0/float64(numbers*scaleRate))
 		fmt.Printf("scale: the floor, a bare net/http client posting the same load to a sandbox: client %.3fs, sandbox %.3fs per 1,000 requests, %.0f requests/s; the run's sending %.2f× the bare client's CPU\n",
 			bareClient, bareSandbox, barePerSec, per1k(runCPU-importCPU)/bareClient)
 	}
@@ -348,24 +374,29 @@ func (s span) rate() float64 {
 	return float64(s.n-1) / s.last.Sub(s.first).Seconds()
 }
 
-// acceptedSpans reads the sandbox's accepted log into a span per number.
-func acceptedSpans(b *testing.B, path string) map[string]span {
+// acceptedSpans reads the sandbox's accepted log into a span per number,
+// and when each row was accepted (its last acceptance).
+func acceptedSpans(b *testing.B, path string) (map[string]span, map[int64]time.Time) {
 	b.Helper()
 	f, err := os.Open(path)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer f.Close()
-	out := map[string]span{}
+	out, rows := map[string]span{}, map[int64]time.Time{}
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
 		var r struct {
 			Number string    `json:"phone_number_id"`
 			Time   time.Time `json:"time"`
+			Ref    string    `json:"biz_opaque_callback_data"` // bulksend:<campaign>:<row>
 		}
 		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
 			b.Fatal(err)
+		}
+		if row, err := strconv.ParseInt(r.Ref[strings.LastIndexByte(r.Ref, ':')+1:], 10, 64); err == nil {
+			rows[row] = r.Time
 		}
 		s := out[r.Number]
 		if s.n == 0 || r.Time.Before(s.first) {
@@ -380,8 +411,46 @@ func acceptedSpans(b *testing.B, path string) map[string]span {
 	if err := sc.Err(); err != nil {
 		b.Fatal(err)
 	}
+	return out, rows
+}
+
+// arrivalDelays returns, sorted, how long after the run recorded each
+// accepted request leaving (its attempt in the checkpoint, kept to the
+// millisecond) the sandbox stamped its arrival: the strict window counts
+// at the stamp, the pacer at the departure, and what comes between (the
+// run's write, the kernel, the sandbox's read, on a busy machine) is what
+// the pacer's headroom must cover.
+func arrivalDelays(b *testing.B, checkpoint string, arrived map[int64]time.Time) []time.Duration {
+	b.Helper()
+	st, err := store.OpenRead(checkpoint)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	var out []time.Duration
+	err = st.EachAttempt(context.Background(), func(a store.AttemptRow) error {
+		if t, ok := arrived[a.Row]; ok && a.Class == engine.Accepted {
+			out = append(out, t.Sub(a.At))
+		}
+		return nil
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if len(out) == 0 {
+		b.Fatal("no accepted attempt in the checkpoint matches the sandbox's record")
+	}
+	slices.Sort(out)
 	return out
 }
+
+// quantile is the q-quantile of sorted (q = 1: the largest).
+func quantile(sorted []time.Duration, q float64) time.Duration {
+	return sorted[min(len(sorted)-1, int(q*float64(len(sorted))))]
+}
+
+// ms is d in milliseconds.
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 // bounds is the first and the last acceptance of any number.
 func bounds(spans map[string]span) (first, last time.Time) {
