@@ -61,6 +61,8 @@ const (
 // checkpoint (scale-N.db) and stderr (run-N.stderr).
 // BULKSEND_BENCH_NUMBERS runs another count of numbers (at 1,000/s each,
 // 10 s): what the machine sustains when it is not the bound.
+// BULKSEND_BENCH_PIN keeps the run on CPU 0 and the sandbox on CPU 1
+// (taskset): what one core sustains.
 func BenchmarkScale(b *testing.B) {
 	numbers := scaleNumbers
 	if v, err := strconv.Atoi(os.Getenv("BULKSEND_BENCH_NUMBERS")); err == nil && v > 0 {
@@ -106,7 +108,14 @@ func BenchmarkScale(b *testing.B) {
 		var runOut, runErr bytes.Buffer
 		run.Stdout, run.Stderr = &runOut, &runErr
 		start := time.Now()
-		err := run.Run()
+		err := run.Start()
+		if err == nil && os.Getenv("BULKSEND_BENCH_PIN") != "" {
+			pin(b, run.Process.Pid, "0")
+			pin(b, sb.Process.Pid, "1")
+		}
+		if err == nil {
+			err = run.Wait()
+		}
 		wall := time.Since(start)
 		sb.Process.Signal(syscall.SIGTERM)
 		if werr := sb.Wait(); werr != nil {
@@ -358,6 +367,16 @@ func profileEnv(dir, name string, i int) []string {
 		env = append(env, "BULKSEND_TRACE="+filepath.Join(dir, fmt.Sprintf("%s-%d.trace", name, i)))
 	}
 	return env
+}
+
+// pin keeps every thread of process pid on the CPUs of list (taskset's
+// form): the threads it starts later inherit it from the thread that
+// starts them.
+func pin(b *testing.B, pid int, list string) {
+	b.Helper()
+	if out, err := exec.Command("taskset", "-a", "-p", "-c", list, strconv.Itoa(pid)).CombinedOutput(); err != nil {
+		b.Fatalf("taskset: %v\n%s", err, out)
+	}
 }
 
 // span is one number's acceptances: how many, the first and the last.
