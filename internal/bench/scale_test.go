@@ -32,7 +32,7 @@ import (
 const (
 	scaleNumbers = 5
 	scaleRate    = 1000
-	scaleRows    = scaleNumbers * scaleRate * 10
+	scaleSeconds = 10 // of rows per number at the limit
 )
 
 // BenchmarkScale: `bulksend run` with 5 sender numbers at --rate 1000
@@ -68,7 +68,7 @@ func BenchmarkScale(b *testing.B) {
 	if v, err := strconv.Atoi(os.Getenv("BULKSEND_BENCH_NUMBERS")); err == nil && v > 0 {
 		numbers = v
 	}
-	n := min(numbers*scaleRate*10, rowsFromEnv())
+	n := min(numbers*scaleRate*scaleSeconds, rowsFromEnv())
 	bin := buildBinary(b)
 	dir := b.TempDir()
 	senders := make([]string, numbers)
