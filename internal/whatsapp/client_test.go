@@ -374,30 +374,41 @@ func TestSendConfigError(t *testing.T) {
 // a message the first address took would go twice; a loop of them ended
 // in doubt after 11 posts): the run stops, saying where the URL points.
 func TestSendFollowsNoRedirect(t *testing.T) {
-	for _, status := range []int{http.StatusMovedPermanently, http.StatusTemporaryRedirect, http.StatusPermanentRedirect} {
-		t.Run(strconv.Itoa(status), func(t *testing.T) {
-			var posts atomic.Int32
-			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				posts.Add(1)
-				http.Redirect(w, r, "/elsewhere", status)
-			}))
-			defer srv.Close()
-			c := &Client{BaseURL: srv.URL, Version: "v23.0", Token: "tok", HTTP: NewHTTPClient(1)}
-			_, err := c.Send(context.Background(), msg)
-			var se *campaign.SendError
-			if !errors.As(err, &se) || se.Class != campaign.Fatal {
-				t.Fatalf("err = %v, want a fatal refusal: every send would get it", err)
-			}
-			if !strings.Contains(err.Error(), "/elsewhere") {
-				t.Errorf("err = %v, want it to say where the URL redirects", err)
-			}
-			var api *APIError
-			if !errors.As(err, &api) || api.HTTPStatus != status {
-				t.Errorf("err = %v, want the API's HTTP %d", err, status)
-			}
-			if n := posts.Load(); n != 1 {
-				t.Errorf("%d requests reached the server, want 1", n)
-			}
-		})
+	clients := map[string]func() *http.Client{
+		"pool":    func() *http.Client { return NewHTTPClient(1) },
+		"timeout": func() *http.Client { return &http.Client{Timeout: 5 * time.Second} }, // goes through Do
+	}
+	for name, hc := range clients {
+		for _, status := range []int{http.StatusMovedPermanently, http.StatusTemporaryRedirect, http.StatusPermanentRedirect} {
+			t.Run(name+"/"+strconv.Itoa(status), func(t *testing.T) { sendRedirected(t, hc(), status) })
+		}
+	}
+}
+
+// sendRedirected sends one message through hc to a server that answers
+// status, a redirect, and checks the run stops without following it.
+func sendRedirected(t *testing.T, hc *http.Client, status int) {
+	t.Helper()
+	var posts atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		posts.Add(1)
+		http.Redirect(w, r, "/elsewhere", status)
+	}))
+	defer srv.Close()
+	c := &Client{BaseURL: srv.URL, Version: "v23.0", Token: "tok", HTTP: hc}
+	_, err := c.Send(context.Background(), msg)
+	var se *campaign.SendError
+	if !errors.As(err, &se) || se.Class != campaign.Fatal {
+		t.Fatalf("err = %v, want a fatal refusal: every send would get it", err)
+	}
+	if !strings.Contains(err.Error(), "/elsewhere") {
+		t.Errorf("err = %v, want it to say where the URL redirects", err)
+	}
+	var api *APIError
+	if !errors.As(err, &api) || api.HTTPStatus != status {
+		t.Errorf("err = %v, want the API's HTTP %d", err, status)
+	}
+	if n := posts.Load(); n != 1 {
+		t.Errorf("%d requests reached the server, want 1", n)
 	}
 }
